@@ -1,0 +1,66 @@
+"""The one `tuner` entry point: parse, call, render.
+
+Each command lives in its own module in this package and exposes ``register(subparsers)``,
+which adds its parser and sets ``func`` to a callable taking the parsed namespace and
+returning an exit code. Errors from the tuner tree become one line on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from tuner.errors import TunerError
+
+# Modules under tuner.cli that define commands; a missing one is skipped so that the
+# package can grow command by command.
+COMMAND_MODULES = (
+    "study",
+    "space",
+    "bench",
+    "sim",
+    "worker",
+    "results",
+    "dashboard",
+    "service",
+    "api",
+)
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # usage errors exit 2 with one line
+        self.print_usage(sys.stderr)
+        self.exit(2, f"tuner: error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="tuner", description=__doc__.splitlines()[0])
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    subparsers.required = True
+    for name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(f"tuner.cli.{name}")
+        except ModuleNotFoundError as e:
+            if e.name == f"tuner.cli.{name}":
+                continue
+            raise
+        module.register(subparsers)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except TunerError as e:
+        print(f"tuner: error: {e}", file=sys.stderr)
+        return e.exit_code
+    except KeyboardInterrupt:
+        print("tuner: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,69 @@
+"""One exception tree for tuner.
+
+    TunerError                  root; the CLI catches it, prints one line, exits non-zero
+    ├── UsageError              bad input a user can fix (exit code 2)
+    │   ├── StudyFileError      a study file is malformed: names the file and the key
+    │   ├── StudyConflictError  a study exists with another space, objectives or rule set
+    │   └── StudyNotFoundError  no study of that name in the storage
+    ├── StorageError            the database cannot be reached or used (exit code 1)
+    ├── EngineError             a vLLM (or simulated) server failed (exit code 1)
+    │   ├── EngineExitedError   the server exited before it was ready (with its return code)
+    │   └── EngineTimeoutError  the server was not ready within the time allowed
+    └── BenchmarkError          the load generator could not run at all (exit code 1)
+
+Foreign exceptions are translated once, at the boundary, with ``raise ... from e``.
+"""
+
+from __future__ import annotations
+
+
+class TunerError(Exception):
+    """Root of every error tuner raises on purpose."""
+
+    exit_code = 1
+
+
+class UsageError(TunerError):
+    """Input the user can fix: a flag, a file, a name."""
+
+    exit_code = 2
+
+
+class StudyFileError(UsageError):
+    """A study file failed validation."""
+
+
+class StudyConflictError(UsageError):
+    """A study of that name exists with a different definition."""
+
+
+class StudyNotFoundError(UsageError):
+    """No study of that name exists in the storage."""
+
+
+class StorageError(TunerError):
+    """The storage cannot be reached or used."""
+
+
+class EngineError(TunerError):
+    """An engine process failed."""
+
+
+class EngineExitedError(EngineError):
+    """The engine exited before it became healthy."""
+
+    def __init__(self, returncode: int, message: str = "") -> None:
+        self.returncode = returncode
+        super().__init__(message or f"engine exited with code {returncode}")
+
+
+class EngineTimeoutError(EngineError):
+    """The engine did not become healthy in time."""
+
+    def __init__(self, seconds: float, message: str = "") -> None:
+        self.seconds = seconds
+        super().__init__(message or f"engine not ready within {seconds:.0f} s")
+
+
+class BenchmarkError(TunerError):
+    """The load generator could not run."""
