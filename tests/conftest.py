@@ -1,0 +1,72 @@
+"""Shared fixtures: storages over SQLite and PostgreSQL, study files, the CLI runner."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tuner.testing.databases import fresh_postgres, postgres_reachable, sqlite_url
+
+REPO = Path(__file__).resolve().parents[1]
+STUDIES = REPO / "studies"
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        tier = Path(str(item.fspath)).parent.name
+        if tier in ("unit", "integration", "e2e"):
+            item.add_marker(getattr(pytest.mark, tier))
+
+
+@pytest.fixture(scope="session")
+def pg_admin() -> None:
+    """Skips locally, fails in CI (CI=true), when PostgreSQL cannot be reached."""
+    reason = postgres_reachable()
+    if reason:
+        message = f"PostgreSQL unreachable: {reason}"
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(message, pytrace=False)
+        pytest.skip(message)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def storage_url(request, tmp_path) -> str:
+    """Every storage test runs on a fresh SQLite file and a fresh PostgreSQL database."""
+    if request.param == "sqlite":
+        yield sqlite_url(tmp_path)
+        return
+    request.getfixturevalue("pg_admin")
+    with fresh_postgres() as url:
+        yield url
+
+
+@pytest.fixture
+def study_file(tmp_path):
+    """Write a study file (TOML text) next to a copy of the model shapes; return its path."""
+    shutil.copytree(STUDIES / "models", tmp_path / "models", dirs_exist_ok=True)
+
+    def write(text: str, name: str = "s.toml") -> Path:
+        path = tmp_path / name
+        path.write_text(text)
+        return path
+
+    return write
+
+
+@pytest.fixture
+def run_cli(capsys):
+    """Run `tuner ARGS` in-process; returns (exit code, stdout, stderr)."""
+    from tuner.cli import main
+
+    def run(*args: str) -> tuple[int, str, str]:
+        try:
+            code = main([str(a) for a in args])
+        except SystemExit as e:
+            code = int(e.code or 0)
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    return run

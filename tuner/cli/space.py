@@ -1,0 +1,74 @@
+"""`tuner space show FILE`, `tuner space sample FILE -n N --json`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+
+from tuner.errors import UsageError
+from tuner.space import SearchSpace, build_space, repair
+from tuner.space.draw import draw
+from tuner.study import load_study_file
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("space", help="show or sample a study's search space")
+    sub = p.add_subparsers(dest="space_command", metavar="ACTION", required=True)
+    s = sub.add_parser("show", help="the effective space and rules as a table")
+    s.add_argument("file")
+    s.set_defaults(func=_show)
+    m = sub.add_parser("sample", help="draw proposals through the rules")
+    m.add_argument("file")
+    m.add_argument("-n", type=int, default=10, help="how many proposals (default 10)")
+    m.add_argument("--seed", type=int, default=0)
+    m.add_argument("--json", action="store_true", help="one JSON object of flags per line")
+    m.set_defaults(func=_sample)
+
+
+def _space(path: str) -> SearchSpace:
+    spec = load_study_file(path)
+    try:
+        return build_space(spec)
+    except (ValueError, KeyError) as e:
+        raise UsageError(f"{path}: {e.args[0]}") from e
+
+
+def _show(args: argparse.Namespace) -> int:
+    space = _space(args.file)
+    print(f"{'FLAG':<28} {'TYPE':<7} {'RANGE':<26} {'SCALE':<6} VLLM DEFAULT")
+    for p in space.params:
+        rng = (f"{p.low:g} .. {p.high:g}" if p.kind in ("int", "float")
+               else " | ".join(map(str, p.choices or (False, True))))
+        scale = "log" if p.log else ("step" if p.step else "")
+        print(f"{p.flag:<28} {p.kind:<7} {rng:<26} {scale:<6} {space.defaults[p.name]}")
+    for name, value in space.fixed.items():
+        print(f"{'--' + name.replace('_', '-'):<28} {'fixed':<7} {str(value):<26} {'':<6} "
+              f"{space.defaults[name]}")
+    print(f"\nrule set: {space.rules.name} ({space.rules.description})")
+    for r in space.rules.rules:
+        print(f"  - {r.id}: {r.text}")
+    print(f"workload needs max_model_len >= {space.context.min_model_len}; "
+          f"model context {space.context.model_max_len}")
+    return 0
+
+
+def sample(space: SearchSpace, n: int, seed: int) -> list[dict]:
+    """``n`` random proposals through the rules (repaired; infeasible ones left out)."""
+    rng = random.Random(seed)
+    out = []
+    for _ in range(n):
+        fixed = repair(space, draw(space, rng))
+        if fixed.infeasible is None:
+            out.append(dict(fixed.flags))
+    return out
+
+
+def _sample(args: argparse.Namespace) -> int:
+    if args.n < 1:
+        raise UsageError("-n must be at least 1")
+    space = _space(args.file)
+    for flags in sample(space, args.n, args.seed):
+        print(json.dumps(flags, sort_keys=True) if args.json else
+              " ".join(f"{k}={v}" for k, v in sorted(flags.items())))
+    return 0

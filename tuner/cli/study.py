@@ -1,0 +1,51 @@
+"""`tuner study create FILE`, `tuner study list`."""
+
+from __future__ import annotations
+
+import argparse
+
+from tuner.study import create_study, list_studies, load_study_file, mask, resolve_url
+
+
+def add_storage_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--storage", metavar="URL",
+                        help="storage URL (default: $TUNER_STORAGE, else a SQLite file in "
+                             "./.tuner); @FILE reads the URL from a file")
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("study", help="create and list studies")
+    sub = p.add_subparsers(dest="study_command", metavar="ACTION", required=True)
+    c = sub.add_parser("create", help="create a study from a study file (idempotent)")
+    c.add_argument("file", help="a study file, e.g. studies/demo-sim.toml")
+    add_storage_flag(c)
+    c.set_defaults(func=_create)
+    ls = sub.add_parser("list", help="list the studies in a storage")
+    add_storage_flag(ls)
+    ls.set_defaults(func=_list)
+
+
+def _create(args: argparse.Namespace) -> int:
+    spec = load_study_file(args.file)
+    url = resolve_url(args.storage)
+    opened, created = create_study(spec, url)
+    verb = "created" if created else "exists, unchanged"
+    waiting = sum(1 for t in opened.study.get_trials(deepcopy=False)
+                  if t.state.name == "WAITING" and "baseline" in t.user_attrs)
+    print(f"study {spec.name} {verb} in {mask(url)}: rules {opened.space.rules.name}, "
+          f"{len(opened.space.params)} tuned flags, {waiting} baselines queued")
+    return 0
+
+
+def _list(args: argparse.Namespace) -> int:
+    url = resolve_url(args.storage)
+    rows = list_studies(url)
+    if not rows:
+        print(f"no studies in {mask(url)}")
+        return 0
+    print(f"{'STUDY':<28} {'RULES':<8} {'TRIALS':>6}  {'BASELINES QUEUED':>16}  STATES")
+    for r in rows:
+        states = ", ".join(f"{k} {v}" for k, v in sorted(r.states.items())) or "-"
+        print(f"{r.name:<28} {r.rules:<8} {sum(r.states.values()):>6}  "
+              f"{r.baselines_queued:>16}  {states}")
+    return 0

@@ -1,0 +1,39 @@
+"""vLLM's own defaults for the tuned flags, as the V1 engine of vLLM 0.2x picks them.
+
+They depend on the hardware: ``EngineArgs.get_batch_defaults`` gives GPUs of 70 GiB or
+more (except the A100) a budget of 8192 tokens and 1024 sequences for the API server,
+smaller GPUs 2048 and 256, and the CPU build 2048 and 128. Chunked prefill and prefix
+caching are on by default in V1. ``max_model_len`` defaults to the model's context.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def batch_defaults(gpu_memory_gib: float, gpu_name: str) -> tuple[int, int]:
+    """(max_num_batched_tokens, max_num_seqs) that vLLM's API server picks on this device."""
+    name = gpu_name.lower()
+    if name == "cpu":
+        return 2048, 128
+    if gpu_memory_gib >= 70 and "a100" not in name:
+        return 8192, 1024
+    return 2048, 256
+
+
+def vllm_defaults(model_max_len: int, gpu_memory_gib: float, gpu_name: str,
+                  tensor_parallel_size: int = 1) -> dict[str, Any]:
+    """Every tuned flag's value when `vllm serve` is started without it."""
+    budget, seqs = batch_defaults(gpu_memory_gib, gpu_name)
+    return {
+        "max_num_batched_tokens": budget,
+        "max_model_len": model_max_len,
+        "gpu_memory_utilization": 0.9,
+        "enable_prefix_caching": True,
+        "enable_chunked_prefill": True,
+        "enforce_eager": False,
+        "max_num_seqs": seqs,
+        "block_size": 128 if gpu_name.lower() == "cpu" else 16,
+        "kv_cache_dtype": "auto",
+        "tensor_parallel_size": tensor_parallel_size,
+    }

@@ -1,0 +1,149 @@
+"""The effective search space of a study: the catalogue narrowed by the study file.
+
+The space is static (every trial suggests every tuned parameter, with the same
+distribution, in the same order) so that GP-based samplers can use all of them; Optuna's
+GPSampler ignores a parameter whose distribution changes between trials.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Mapping
+
+from optuna.distributions import (BaseDistribution, CategoricalDistribution,
+                                  FloatDistribution, IntDistribution)
+
+from tuner.space.defaults import vllm_defaults
+from tuner.space.params import CATALOGUE, Param, param
+from tuner.space.rules import Context, RuleSet, rule_set
+
+if TYPE_CHECKING:  # the study package imports this one
+    from tuner.study.spec import StudySpec
+
+DEFAULT_HIGH = {"max_num_batched_tokens": 32768}
+
+
+@dataclass(frozen=True)
+class SearchSpace:
+    """Tuned parameters (with their effective ranges), fixed values, vLLM's defaults,
+    the rule set and its context."""
+
+    params: tuple[Param, ...]
+    fixed: Mapping[str, Any]
+    defaults: Mapping[str, Any]
+    context: Context
+    rules: RuleSet
+    names: tuple[str, ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "names", tuple(p.name for p in self.params) +
+                           tuple(k for k in self.fixed if k not in {p.name for p in self.params}))
+
+    def distributions(self) -> dict[str, BaseDistribution]:
+        return {p.name: to_distribution(p) for p in self.params}
+
+    def param(self, name: str) -> Param | None:
+        return next((p for p in self.params if p.name == name), None)
+
+    def complete(self, sampled: Mapping[str, Any]) -> dict[str, Any]:
+        """All flags of a configuration: the sampled ones plus the fixed ones."""
+        flags = {k: v for k, v in self.fixed.items()}
+        flags.update({p.name: sampled[p.name] for p in self.params})
+        return flags
+
+    def contains(self, flags: Mapping[str, Any]) -> bool:
+        """Every tuned value inside its range, every fixed value as fixed."""
+        return (all(p.contains(flags[p.name]) for p in self.params)
+                and all(flags.get(k) == v for k, v in self.fixed.items()))
+
+    def describe(self) -> dict[str, Any]:
+        """JSON-safe summary, stored on the study and compared on re-creation."""
+        return {
+            "rules": self.rules.name,
+            "params": {name: repr(d) for name, d in self.distributions().items()},
+            "fixed": dict(self.fixed),
+        }
+
+
+def to_distribution(p: Param) -> BaseDistribution:
+    if p.kind == "int":
+        return IntDistribution(int(p.low), int(p.high), log=p.log)
+    if p.kind == "float":
+        return FloatDistribution(p.low, p.high, log=p.log, step=None if p.log else p.step)
+    if p.kind == "bool":
+        return CategoricalDistribution((False, True))
+    return CategoricalDistribution(p.choices)
+
+
+def _fits_type(p: Param, value: Any) -> bool:
+    """A fixed value may lie outside the catalogue's range but must have its type."""
+    if p.kind == "bool":
+        return isinstance(value, bool)
+    if p.kind == "choice":
+        return any(type(value) is type(c) for c in p.choices)
+    if p.kind == "int":
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _narrow(p: Param, override: Any) -> Param:
+    changes: dict[str, Any] = {}
+    if override.choices is not None:
+        if p.kind not in ("choice", "bool"):
+            raise ValueError(f"'{p.name}' takes low/high, not choices")
+        changes["choices"] = tuple(override.choices)
+    for key in ("low", "high", "log"):
+        value = getattr(override, key)
+        if value is not None:
+            changes[key] = value
+    return replace(p, **changes)
+
+
+def _round_range(p: Param) -> Param:
+    if p.kind == "int":
+        return replace(p, low=int(math.ceil(p.low)), high=int(math.floor(p.high)))
+    return p
+
+
+def build_space(spec: StudySpec) -> SearchSpace:
+    """The study's effective space; ValueError (naming the parameter) when it is empty."""
+    model, hw, sp = spec.model, spec.hardware, spec.space
+    ctx = Context(min_model_len=spec.workload.longest_request,
+                  model_max_len=int(model.context_len),
+                  num_attention_heads=int(model.num_attention_heads or 0))
+    defaults = vllm_defaults(ctx.model_max_len, hw.memory_gib, hw.gpu,
+                             model.tensor_parallel_size)
+    fixed: dict[str, Any] = {}
+    params: list[Param] = []
+    for p in CATALOGUE:
+        if p.name in sp.fixed:
+            value = sp.fixed[p.name]
+            if not _fits_type(p, value):
+                raise ValueError(f"space.fixed.{p.name}: {value!r} is not a {p.kind} value")
+            fixed[p.name] = value
+            continue
+        if p.name in sp.exclude:
+            fixed[p.name] = defaults[p.name]
+            continue
+        if p.name == "tensor_parallel_size" and "tensor_parallel_size" not in sp.ranges:
+            fixed[p.name] = model.tensor_parallel_size
+            continue
+        p = replace(p, high=DEFAULT_HIGH.get(p.name, p.high))
+        if p.name == "max_model_len":
+            p = replace(p, low=ctx.min_model_len, high=ctx.model_max_len)
+        if p.name in sp.ranges:
+            p = _narrow(p, sp.ranges[p.name])
+        p = _round_range(p)
+        if p.kind in ("int", "float") and p.low > p.high:
+            raise ValueError(f"space.ranges.{p.name}: empty range {p.low}..{p.high}")
+        if p.kind == "choice" and not p.choices:
+            raise ValueError(f"space.ranges.{p.name}: no choices left")
+        if p.kind in ("int", "float") and p.low == p.high:
+            fixed[p.name] = p.low if p.kind == "float" else int(p.low)
+            continue
+        params.append(p)
+    unknown = set(sp.fixed) | set(sp.ranges) | set(sp.exclude)
+    for name in unknown:
+        param(name)  # KeyError names the known parameters
+    return SearchSpace(tuple(params), fixed, defaults, ctx, rule_set(sp.rules))

@@ -1,0 +1,96 @@
+"""Loading a study file: TOML -> validated, frozen ``StudySpec``, or one clear error.
+
+An error names the file, the key and what to do about it, on one line.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from tuner.errors import StudyFileError
+from tuner.study.spec import StudySpec
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+
+def _key(loc: tuple[Any, ...]) -> str:
+    return ".".join(str(p) for p in loc if not str(p).startswith("function-after"))
+
+
+def _explain(path: Path, err: ValidationError) -> str:
+    first = err.errors()[0]
+    key = _key(first["loc"]) or "(top level)"
+    kind = first["type"]
+    if kind == "extra_forbidden":
+        hint = "remove it or check its spelling"
+    elif kind == "missing":
+        hint = "add it"
+    else:
+        hint = first["msg"].removeprefix("Value error, ")
+    more = f" (and {err.error_count() - 1} more)" if err.error_count() > 1 else ""
+    return f"{path}: key '{key}': {hint}{more}"
+
+
+def read_model_config(folder: Path) -> dict[str, Any]:
+    """The model folder's config.json, or {} when the folder is not on this host."""
+    cfg = folder / "config.json"
+    if not cfg.is_file():
+        return {}
+    return json.loads(cfg.read_text())
+
+
+def _with_model_facts(spec: StudySpec, path: Path) -> StudySpec:
+    """Absolute model path; context, heads and vocabulary filled from config.json."""
+    model = spec.model
+    folder = Path(model.path)
+    if not folder.is_absolute():
+        folder = (path.parent / folder).resolve()
+    cfg = read_model_config(folder)
+    update: dict[str, Any] = {"path": str(folder)}
+    for field, key in (("context_len", "max_position_embeddings"),
+                       ("num_attention_heads", "num_attention_heads"),
+                       ("vocab_size", "vocab_size")):
+        if getattr(model, field) is None and key in cfg:
+            update[field] = int(cfg[key])
+    model = model.model_copy(update=update)
+    if model.context_len is None:
+        raise StudyFileError(
+            f"{path}: key 'model.context_len': no config.json in {folder}; "
+            "put the model folder there or give model.context_len")
+    return spec.model_copy(update={"model": model})
+
+
+def load_study_file(path: str | Path) -> StudySpec:
+    """Read and validate a study file; raise ``StudyFileError`` naming the key at fault."""
+    path = Path(path)
+    try:
+        raw = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise StudyFileError(f"{path}: no such study file") from None
+    except tomllib.TOMLDecodeError as e:
+        raise StudyFileError(f"{path}: not valid TOML: {e}") from e
+    raw.setdefault("name", path.stem)
+    try:
+        spec = StudySpec.model_validate(raw)
+    except ValidationError as e:
+        raise StudyFileError(_explain(path, e)) from e
+    spec = _with_model_facts(spec, path)
+    if spec.workload.longest_request > spec.model.context_len:
+        raise StudyFileError(
+            f"{path}: key 'workload': the longest request needs "
+            f"{spec.workload.longest_request} tokens but the model's context is "
+            f"{spec.model.context_len}; shorten input_len/output_len")
+    return spec
+
+
+def spec_from_json(data: dict[str, Any]) -> StudySpec:
+    """A spec as stored on a study (already resolved); no file involved."""
+    return StudySpec.model_validate(data)

@@ -1,0 +1,31 @@
+"""Sampler choice: the study file's ``search.sampler`` -> an Optuna sampler.
+
+``auto`` resolves to the sampler that won the search-efficiency benchmark
+(``make bench-search``; see bench/results/).
+"""
+
+from __future__ import annotations
+
+import optuna
+
+AUTO = "tpe"
+
+
+def resolve(name: str) -> str:
+    return AUTO if name == "auto" else name
+
+
+def make_sampler(name: str, seed: int | None, n_startup_trials: int = 8) -> optuna.samplers.BaseSampler:
+    """A sampler that knows about running trials (constant liar) and reads the trials'
+    constraints (``trial.set_constraint``)."""
+    name = resolve(name)
+    if name == "tpe":
+        return optuna.samplers.TPESampler(seed=seed, multivariate=True, group=True,
+                                          constant_liar=True, n_startup_trials=n_startup_trials)
+    if name == "gp":
+        return optuna.samplers.GPSampler(seed=seed, n_startup_trials=n_startup_trials)
+    if name == "nsga2":
+        return optuna.samplers.NSGAIISampler(seed=seed, population_size=max(8, n_startup_trials))
+    if name == "random":
+        return optuna.samplers.RandomSampler(seed=seed)
+    raise ValueError(f"unknown sampler {name!r}")

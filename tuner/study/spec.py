@@ -1,0 +1,195 @@
+"""The study file schema (pydantic): what a user writes in ``studies/*.toml``.
+
+The validated ``StudySpec`` is frozen and stored on the Optuna study itself (user
+attribute ``tuner.spec``), so a worker on another host needs only the study's name and the
+storage URL. Loading and error messages live in ``load.py``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ModelSection(_Section):
+    """The model to serve: a local folder with config.json (and a tokenizer)."""
+
+    path: str
+    served_name: str | None = None
+    dtype: Literal["auto", "bfloat16", "float16", "half", "float32"] = "auto"
+    tensor_parallel_size: int = Field(1, ge=1, le=64)
+    # Read from the folder's config.json at study creation when not given.
+    context_len: int | None = Field(None, ge=16)
+    num_attention_heads: int | None = Field(None, ge=1)
+    vocab_size: int | None = Field(None, ge=16)
+
+
+class HardwareSection(_Section):
+    """Where the study runs: the GPU model (for vLLM's defaults and the simulator)."""
+
+    gpu: str = "h200"
+    gpu_memory_gib: float | None = Field(None, gt=0)
+    gpus: list[int] = Field(default_factory=lambda: [0])
+
+    @property
+    def memory_gib(self) -> float:
+        known = {"h200": 139.8, "h100": 79.6, "a100-80g": 79.2, "l4": 22.0, "cpu": 0.0}
+        return self.gpu_memory_gib or known.get(self.gpu.lower(), 80.0)
+
+
+class WorkloadSection(_Section):
+    """The benchmark each trial runs: what is sent, and how it arrives."""
+
+    kind: Literal["random", "shared-prefix", "chat", "sharegpt"] = "random"
+    input_len: int = Field(1024, ge=1)
+    output_len: int = Field(128, ge=1)
+    range_ratio: float = Field(0.0, ge=0.0, lt=1.0)
+    num_prefixes: int = Field(0, ge=0)
+    prefix_len: int = Field(0, ge=0)
+    turns: int = Field(1, ge=1)
+    dataset: str | None = None
+    endpoint: Literal["completions", "chat", "generate"] = "completions"
+    max_concurrency: int | None = Field(256, ge=1)
+    request_rate: float = Field(math.inf, gt=0)
+    burstiness: float = Field(1.0, gt=0)
+    num_requests: int = Field(1000, ge=1)
+    warmup_requests: int = Field(16, ge=0)
+    seed: int = 0
+
+    @model_validator(mode="after")
+    def _check(self) -> "WorkloadSection":
+        if self.kind == "sharegpt" and not self.dataset:
+            raise ValueError("kind 'sharegpt' needs 'dataset' (a ShareGPT JSON file)")
+        if self.kind == "shared-prefix" and (self.num_prefixes < 1 or self.prefix_len < 1):
+            raise ValueError("kind 'shared-prefix' needs num_prefixes >= 1 and prefix_len >= 1")
+        if self.max_concurrency is None and math.isinf(self.request_rate):
+            raise ValueError("set max_concurrency (closed loop) or a finite request_rate")
+        return self
+
+    @property
+    def longest_request(self) -> int:
+        """Input + output tokens of the longest request (what max_model_len must cover)."""
+        scale = 1.0 + self.range_ratio
+        prompt = math.ceil(self.input_len * scale) + self.prefix_len
+        if self.kind == "chat":
+            prompt = prompt * self.turns + math.ceil(self.output_len * scale) * (self.turns - 1)
+        return prompt + math.ceil(self.output_len * scale)
+
+
+METRICS = ("output_throughput", "request_throughput", "total_token_throughput", "goodput",
+           "mean_ttft_ms", "median_ttft_ms", "p90_ttft_ms", "p99_ttft_ms",
+           "mean_itl_ms", "median_itl_ms", "p90_itl_ms", "p99_itl_ms",
+           "mean_tpot_ms", "median_tpot_ms", "p90_tpot_ms", "p99_tpot_ms",
+           "mean_e2el_ms", "median_e2el_ms", "p90_e2el_ms", "p99_e2el_ms")
+
+
+class Objective(_Section):
+    metric: str
+    direction: Literal["maximize", "minimize"]
+    # Value told for a configuration that fails to start (the study's worst acceptable
+    # point); None: 0 for a maximised metric, the SLO limit or 1000 ms for a minimised one.
+    worst: float | None = None
+
+    @field_validator("metric")
+    @classmethod
+    def _known(cls, v: str) -> str:
+        if v not in METRICS:
+            raise ValueError(f"unknown metric {v!r}; choose one of: {', '.join(METRICS)}")
+        return v
+
+
+DEFAULT_OBJECTIVES = (Objective(metric="output_throughput", direction="maximize"),
+                      Objective(metric="p99_itl_ms", direction="minimize"))
+
+
+class SLOSection(_Section):
+    """Service-level objectives, told to the sampler as constraints (<= limit)."""
+
+    p99_itl_ms: float | None = Field(None, gt=0)
+    p99_ttft_ms: float | None = Field(None, gt=0)
+    p99_tpot_ms: float | None = Field(None, gt=0)
+    p99_e2el_ms: float | None = Field(None, gt=0)
+
+    def limits(self) -> dict[str, float]:
+        return {k: v for k, v in self.model_dump().items() if v is not None}
+
+
+class RangeOverride(_Section):
+    low: float | None = None
+    high: float | None = None
+    log: bool | None = None
+    choices: list[Any] | None = None
+
+
+class SpaceSection(_Section):
+    rules: Literal["article", "vllm-v1"] = "article"
+    ranges: dict[str, RangeOverride] = Field(default_factory=dict)
+    fixed: dict[str, Any] = Field(default_factory=dict)
+    exclude: list[str] = Field(default_factory=list)
+
+
+class SearchSection(_Section):
+    sampler: Literal["auto", "tpe", "gp", "nsga2", "random"] = "auto"
+    n_trials: int = Field(20, ge=1)
+    seed: int | None = 0
+    baselines: bool = True
+    repeats: bool = False
+
+
+class EngineSection(_Section):
+    """How the server is started on the worker's host."""
+
+    kind: Literal["vllm", "sim"] = "vllm"
+    python: str = "python3"
+    module: str | None = None
+    command: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    extra_args: list[str] = Field(default_factory=lambda: ["--load-format", "dummy"])
+    start_timeout_s: float = Field(900.0, gt=0)
+    stop_grace_s: float = Field(20.0, ge=0)
+    time_scale: float = Field(1.0, gt=0)
+
+
+class StudySpec(_Section):
+    """A whole study file, validated."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+    description: str = ""
+    model: ModelSection
+    hardware: HardwareSection = HardwareSection()
+    workload: WorkloadSection = WorkloadSection()
+    objectives: list[Objective] = Field(default_factory=lambda: list(DEFAULT_OBJECTIVES))
+    slo: SLOSection = SLOSection()
+    space: SpaceSection = SpaceSection()
+    search: SearchSection = SearchSection()
+    engine: EngineSection = EngineSection()
+
+    @field_validator("objectives")
+    @classmethod
+    def _two(cls, v: list[Objective]) -> list[Objective]:
+        if not v:
+            raise ValueError("give at least one objective")
+        if len({o.metric for o in v}) != len(v):
+            raise ValueError("each objective metric may appear once")
+        return v
+
+    @model_validator(mode="after")
+    def _sim_time_scale(self) -> "StudySpec":
+        if self.engine.kind == "vllm" and self.engine.time_scale != 1.0:
+            raise ValueError("engine.time_scale is for the simulator only (kind = 'sim')")
+        return self
+
+    def worst_value(self, objective: Objective) -> float:
+        """What a configuration that fails to start is told for ``objective``."""
+        if objective.worst is not None:
+            return objective.worst
+        if objective.direction == "maximize":
+            return 0.0
+        key = objective.metric.replace("median_", "p99_").replace("mean_", "p99_")
+        return self.slo.limits().get(key, 1000.0)

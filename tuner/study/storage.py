@@ -1,0 +1,76 @@
+"""Storage URLs and the Optuna RDB storage behind them.
+
+Default: a SQLite file in a local folder (``$TUNER_HOME``, else ``./.tuner``). Shared
+studies use ``postgresql+psycopg://user:pass@host/db``. A URL may also come from the
+environment (``TUNER_STORAGE``) or a file (``--storage @path`` or ``TUNER_STORAGE_FILE``),
+which keeps passwords off command lines. A password is never printed: use ``mask``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import optuna
+import sqlalchemy.exc
+from sqlalchemy.engine import make_url
+
+from tuner.errors import StorageError, UsageError
+
+HEARTBEAT_S = 10
+GRACE_S = 30
+
+
+def default_url() -> str:
+    home = Path(os.environ.get("TUNER_HOME", ".tuner")).resolve()
+    return f"sqlite:///{home / 'tuner.db'}"
+
+
+def resolve_url(arg: str | None = None) -> str:
+    """The storage URL from the flag, the environment, a file, or the default."""
+    value = arg or os.environ.get("TUNER_STORAGE")
+    path = os.environ.get("TUNER_STORAGE_FILE")
+    if value and value.startswith("@"):
+        path, value = value[1:], None
+    if not value and path:
+        try:
+            value = Path(path).read_text().strip()
+        except OSError as e:
+            raise UsageError(f"cannot read the storage URL file {path}: {e.strerror}") from e
+    value = value or default_url()
+    try:
+        url = make_url(value)
+    except sqlalchemy.exc.ArgumentError as e:
+        raise UsageError(f"not a storage URL: {mask(value)!r}; expected e.g. "
+                         "sqlite:///path/tuner.db or postgresql+psycopg://user@host/db") from e
+    if url.drivername == "postgresql":  # the driver we ship is psycopg 3
+        value = url.set(drivername="postgresql+psycopg").render_as_string(hide_password=False)
+    return value
+
+
+def mask(url: str) -> str:
+    """The URL with its password replaced by ***."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:
+        return "<unparseable storage URL>"
+
+
+def _engine_kwargs(url: str) -> dict:
+    if url.startswith("sqlite"):
+        return {"connect_args": {"timeout": 60}}
+    # Many workers share one server: keep each process's pool small.
+    return {"pool_size": 2, "max_overflow": 4, "pool_pre_ping": True, "pool_recycle": 300}
+
+
+def open_storage(url: str, heartbeat: bool = False) -> optuna.storages.RDBStorage:
+    """An Optuna RDB storage; with ``heartbeat`` stale running trials are failed."""
+    if url.startswith("sqlite:///"):
+        Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
+    kwargs = {"heartbeat_interval": HEARTBEAT_S, "grace_period": GRACE_S} if heartbeat else {}
+    try:
+        return optuna.storages.RDBStorage(url, engine_kwargs=_engine_kwargs(url),
+                                          skip_compatibility_check=False, **kwargs)
+    except (sqlalchemy.exc.SQLAlchemyError, ImportError) as e:
+        reason = str(getattr(e, "orig", None) or e).strip().splitlines()[0]
+        raise StorageError(f"cannot open storage {mask(url)}: {reason}") from e

@@ -1,0 +1,130 @@
+"""Studies in storage: create (idempotent), open by name, list.
+
+The validated study definition, its effective space and rule set are stored on the Optuna
+study (user attributes under ``tuner.``), so any worker that can reach the storage can
+run the study from its name alone.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import optuna
+import sqlalchemy.exc
+
+from tuner import __version__
+from tuner.errors import StorageError, StudyConflictError, StudyNotFoundError, UsageError
+from tuner.space import SearchSpace, baselines, build_space
+from tuner.study.load import spec_from_json
+from tuner.study.spec import StudySpec
+from tuner.study.storage import mask, open_storage
+
+SPEC, SPACE, RULES, OBJECTIVES, VERSION = (
+    "tuner.spec", "tuner.space", "tuner.rules", "tuner.objectives", "tuner.version")
+
+optuna.logging.set_verbosity(optuna.logging.WARNING)
+
+
+@dataclass(frozen=True)
+class OpenStudy:
+    """A stored study with its definition and effective space."""
+
+    study: optuna.Study
+    spec: StudySpec
+    space: SearchSpace
+
+
+def _space_or_usage_error(spec: StudySpec) -> SearchSpace:
+    try:
+        return build_space(spec)
+    except (ValueError, KeyError) as e:
+        raise UsageError(f"study {spec.name}: {e.args[0]}") from e
+
+
+def _identity(spec: StudySpec, space: SearchSpace) -> dict[str, Any]:
+    return {SPACE: space.describe(), RULES: space.rules.name,
+            OBJECTIVES: [o.model_dump() for o in spec.objectives]}
+
+
+def create_study(spec: StudySpec, storage_url: str) -> tuple[OpenStudy, bool]:
+    """Create the study, or return the existing one if its definition matches.
+
+    Returns (study, created). A study of that name with another space, objectives or rule
+    set is refused with ``StudyConflictError``. A new study enqueues the baselines.
+    """
+    space = _space_or_usage_error(spec)
+    storage = open_storage(storage_url)
+    identity = json.loads(json.dumps(_identity(spec, space), default=str))
+    directions = [o.direction for o in spec.objectives]
+    try:
+        study = optuna.load_study(study_name=spec.name, storage=storage)
+    except KeyError:
+        study = None
+    if study is not None:
+        stored = {k: study.user_attrs.get(k) for k in identity}
+        if stored != identity:
+            changed = [k.removeprefix("tuner.") for k in identity if stored[k] != identity[k]]
+            raise StudyConflictError(
+                f"study {spec.name} already exists in {mask(storage_url)} with another "
+                f"{' and '.join(changed)}; give the study a new name")
+        return OpenStudy(study, spec_from_json(study.user_attrs[SPEC]), space), False
+    try:
+        study = optuna.create_study(study_name=spec.name, storage=storage,
+                                    directions=directions, load_if_exists=False)
+    except optuna.exceptions.DuplicatedStudyError:
+        return create_study(spec, storage_url)  # another process won the race
+    for key, value in identity.items():
+        study.set_user_attr(key, value)
+    study.set_user_attr(SPEC, spec.model_dump(mode="json"))
+    study.set_user_attr(VERSION, __version__)
+    if spec.search.baselines:
+        for b in baselines(space):
+            params = {p.name: b.flags[p.name] for p in space.params}
+            study.enqueue_trial(params, user_attrs={"baseline": b.name,
+                                                    "launch": dict(b.launch),
+                                                    "flags": dict(b.flags)})
+    return OpenStudy(study, spec, space), True
+
+
+def open_study(name: str, storage_url: str, heartbeat: bool = False) -> OpenStudy:
+    """A stored study by name; ``StudyNotFoundError`` lists the names that exist."""
+    storage = open_storage(storage_url, heartbeat=heartbeat)
+    try:
+        study = optuna.load_study(study_name=name, storage=storage)
+    except KeyError:
+        names = [s.study_name for s in optuna.get_all_study_summaries(storage)]
+        known = ", ".join(names) if names else "none"
+        raise StudyNotFoundError(f"no study {name!r} in {mask(storage_url)} "
+                                 f"(studies there: {known}); create it with "
+                                 "`tuner study create FILE`") from None
+    except sqlalchemy.exc.SQLAlchemyError as e:
+        raise StorageError(f"cannot read study {name!r}: {e}") from e
+    if SPEC not in study.user_attrs:
+        raise UsageError(f"study {name!r} was not created by tuner (no stored definition)")
+    spec = spec_from_json(study.user_attrs[SPEC])
+    return OpenStudy(study, spec, _space_or_usage_error(spec))
+
+
+@dataclass(frozen=True)
+class StudyRow:
+    name: str
+    rules: str
+    directions: tuple[str, ...]
+    states: dict[str, int]
+    baselines_queued: int
+
+
+def list_studies(storage_url: str) -> list[StudyRow]:
+    storage = open_storage(storage_url)
+    rows = []
+    for s in optuna.get_all_study_summaries(storage, include_best_trial=False):
+        trials = storage.get_all_trials(s._study_id, deepcopy=False)
+        states: dict[str, int] = {}
+        for t in trials:
+            states[t.state.name.lower()] = states.get(t.state.name.lower(), 0) + 1
+        queued = sum(1 for t in trials if t.state.name == "WAITING" and "baseline" in t.user_attrs)
+        rows.append(StudyRow(s.study_name, str(s.user_attrs.get(RULES, "-")),
+                             tuple(d.name.lower() for d in s.directions), states, queued))
+    return rows

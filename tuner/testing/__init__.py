@@ -1,0 +1,1 @@
+"""Fakes and fixtures that ship with the package: real code used by the tests."""
