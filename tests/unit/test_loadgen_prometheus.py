@@ -1,0 +1,50 @@
+"""Reading the server's view from Prometheus text (no I/O)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tuner.loadgen.lag import judge, lag_stats
+from tuner.loadgen.prometheus import parse_metrics, server_view
+
+pytestmark = pytest.mark.unit
+
+PAGE = """# HELP vllm:num_preemptions_total Cumulative number of preemptions.
+# TYPE vllm:num_preemptions_total counter
+vllm:num_preemptions_total{engine="0",model_name="m"} 3.0
+vllm:num_preemptions_total{engine="1",model_name="m"} 2.0
+vllm:prefix_cache_queries_total{engine="0",model_name="a b"} 1000.0
+vllm:prefix_cache_hits_total{engine="0",model_name="m"} 250.0
+vllm:kv_cache_usage_perc{engine="0",model_name="m"} 0.42
+vllm:num_requests_running{engine="0",model_name="m"} 7.0
+vllm:prefix_cache_hits_created 1.7e9
+python_gc_objects_collected_total{generation="0"} 12.0
+"""
+
+
+def test_parse_sums_wanted_metrics_over_label_sets():
+    assert parse_metrics(PAGE) == {
+        "vllm:num_preemptions_total": 5.0,
+        "vllm:prefix_cache_queries_total": 1000.0,
+        "vllm:prefix_cache_hits_total": 250.0,
+        "vllm:kv_cache_usage_perc": 0.42,
+    }
+    assert parse_metrics("vllm:kv_cache_usage_perc 0.5\n") == {"vllm:kv_cache_usage_perc": 0.5}
+
+
+def test_server_view_reports_deltas_and_leaves_absent_metrics_out():
+    before = parse_metrics(PAGE)
+    after = dict(before, **{"vllm:num_preemptions_total": 9.0,
+                            "vllm:prefix_cache_hits_total": 300.0})
+    del after["vllm:prefix_cache_queries_total"]
+    assert server_view(before, after, 0.9) == {"preemptions": 4.0, "prefix_cache_hits": 50.0,
+                                               "kv_cache_usage_peak": 0.9}
+    assert server_view(None, None, None) == {}
+
+
+def test_lag_judgement():
+    stats = lag_stats("loop_lag", [0.001] * 98 + [0.02, 0.03])
+    assert stats["loop_lag_max_ms"] == pytest.approx(30.0)
+    assert judge(stats, 5.0) is not None and "loop_lag_p99_ms" in judge(stats, 5.0)
+    assert judge(lag_stats("loop_lag", [0.001] * 100), 5.0) is None
+    assert lag_stats("x", []) == {}

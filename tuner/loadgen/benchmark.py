@@ -1,0 +1,178 @@
+"""One benchmark run against a live server: warm up, measure, and judge the measurement.
+
+``run_benchmark`` orchestrates: warm-up requests (not counted), a ``/metrics`` scrape, the
+measured requests (in this process or spread over several), a second scrape, then the pure
+metrics, the server's view, the client's own lag and a noise estimate.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import aiohttp
+
+from tuner.errors import BenchmarkError
+from tuner.loadgen import prometheus
+from tuner.loadgen.arrivals import arrival_times, arrivals_within, share_of, shard
+from tuner.loadgen.client import RequestOutput
+from tuner.loadgen.dispatch import ShardPlan, ShardResult, run_shard
+from tuner.loadgen.lag import judge, lag_stats
+from tuner.loadgen.metrics import (calculate_metrics, count_failures, noise_estimate,
+                                   to_simulated_time)
+from tuner.loadgen.multiproc import run_in_processes
+from tuner.loadgen.spec import SLO, LoadSpec, WorkloadSpec
+
+Progress = Callable[[int, int | None], None]
+WARMUP_SEED_OFFSET = 1_000_003
+
+
+@dataclass
+class BenchmarkResult:
+    """The outcome of one run. ``metrics`` uses vLLM's result-JSON keys; ``valid`` is False
+    (with ``invalid_reason``) when the numbers describe the client rather than the server."""
+
+    metrics: dict[str, float]
+    failures: dict[str, int]
+    server: dict[str, float]
+    client: dict[str, float]
+    valid: bool
+    invalid_reason: str | None
+    noise: dict[str, float]
+    config: dict[str, Any] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
+    time_scale: float = 1.0
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe: non-finite floats become None."""
+        return _json_safe(dataclasses.asdict(self))
+
+
+def _json_safe(value: Any) -> Any:
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {str(k): _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v) for v in value]
+    return value
+
+
+async def fetch_model(base_url: str) -> str:
+    """The first model the server lists at ``/v1/models``; BenchmarkError if unreachable."""
+    url = f"{base_url.rstrip('/')}/v1/models"
+    try:
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30)) as s:
+            async with s.get(url) as resp:
+                resp.raise_for_status()
+                data = await resp.json(content_type=None)
+        return str(data["data"][0]["id"])
+    except (aiohttp.ClientError, TimeoutError, KeyError, IndexError, TypeError, ValueError) as e:
+        raise BenchmarkError(f"cannot read the model name from {url}: {e}; "
+                             "is the server up? (or pass the model name)") from e
+
+
+async def run_benchmark(base_url: str, model: str, workload: WorkloadSpec, load: LoadSpec,
+                        slo: SLO | None = None, progress: Progress | None = None,
+                        time_scale: float = 1.0) -> BenchmarkResult:
+    """Benchmark the server at ``base_url``; failed requests are data, never exceptions."""
+    base_url = base_url.rstrip("/")
+    warm = await _warm_up(base_url, model, workload, load)
+    plans = _plans(base_url, model, workload, load)
+    total = None if load.duration_s is not None else load.num_requests
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10)) as session:
+        before = await prometheus.scrape(session, base_url)
+        poller = prometheus.KVPoller(session, base_url, load.metrics_poll_s)
+        poller.observe(before)
+        poller.start()
+        try:
+            t0, shards = await _run(plans, progress, total)
+        finally:
+            await poller.stop()
+        after = await prometheus.scrape(session, base_url)
+        poller.observe(after)
+    return _result(shards, t0, workload, load, slo, time_scale, warm,
+                   prometheus.server_view(before, after, poller.peak))
+
+
+async def _warm_up(base_url: str, model: str, workload: WorkloadSpec,
+                   load: LoadSpec) -> list[RequestOutput]:
+    if load.warmup_requests <= 0:
+        return []
+    warm_spec = dataclasses.replace(workload, seed=workload.seed + WARMUP_SEED_OFFSET)
+    plan = ShardPlan(base_url, model, warm_spec, load.endpoint, load.ignore_eos,
+                     num_requests=load.warmup_requests, timeout_s=load.request_timeout_s,
+                     concurrency=min(load.max_concurrency or load.warmup_requests,
+                                     load.warmup_requests))
+    return (await run_shard(plan)).outputs
+
+
+def _plans(base_url: str, model: str, workload: WorkloadSpec, load: LoadSpec) -> list[ShardPlan]:
+    n = load.client_processes
+    if load.max_concurrency is not None:
+        n = min(n, load.max_concurrency)
+    arrivals = None
+    if not math.isinf(load.request_rate):
+        arrivals = (arrivals_within(load.duration_s, load.request_rate, load.burstiness,
+                                    workload.seed) if load.duration_s is not None else
+                    arrival_times(load.num_requests, load.request_rate, load.burstiness,
+                                  workload.seed))
+    return [
+        ShardPlan(base_url, model, workload, load.endpoint, load.ignore_eos, k, n,
+                  num_requests=load.num_requests, duration_s=load.duration_s,
+                  arrivals=tuple(shard(arrivals, k, n)) if arrivals is not None else None,
+                  concurrency=share_of(load.max_concurrency, k, n),
+                  timeout_s=load.request_timeout_s)
+        for k in range(n)
+    ]
+
+
+async def _run(plans: list[ShardPlan], progress: Progress | None,
+               total: int | None) -> tuple[float, list[ShardResult]]:
+    if len(plans) > 1:
+        report = (lambda done: progress(done, total)) if progress else None
+        return await run_in_processes(plans, report)
+    done = [0]
+
+    def on_done(_out: RequestOutput) -> None:
+        done[0] += 1
+        if progress is not None:
+            progress(done[0], total)
+
+    t0 = time.perf_counter()
+    return t0, [await run_shard(plans[0], t0, on_done)]
+
+
+def _result(shards: list[ShardResult], t0: float, workload: WorkloadSpec, load: LoadSpec,
+            slo: SLO | None, time_scale: float, warm: list[RequestOutput],
+            server: dict[str, float]) -> BenchmarkResult:
+    outputs = sorted((o for s in shards for o in s.outputs), key=lambda o: o.index)
+    end = max((s.end_time for s in shards), default=t0)
+    dur_s = max(end - t0, 1e-9)
+    metrics = calculate_metrics(outputs, dur_s, slo)
+    client = _client_view(shards, t0, warm)
+    reason = judge(client, load.max_client_lag_ms)
+    if metrics["completed"] == 0:
+        reason = "no request succeeded: " + ", ".join(sorted(count_failures(outputs)))
+    config = {"workload": dataclasses.asdict(workload), "load": dataclasses.asdict(load),
+              "slo": dataclasses.asdict(slo) if slo else None}
+    errors = [o.error for o in outputs if not o.success][:10]
+    return BenchmarkResult(to_simulated_time(metrics, time_scale), count_failures(outputs),
+                           server, client, reason is None, reason, noise_estimate(outputs),
+                           config, errors, time_scale)
+
+
+def _client_view(shards: list[ShardResult], t0: float,
+                 warm: list[RequestOutput]) -> dict[str, float]:
+    client: dict[str, float] = {"processes": len(shards), "warmup_requests": len(warm),
+                                "warmup_failed": sum(1 for o in warm if not o.success)}
+    client.update(lag_stats("send_lag", [x for s in shards for x in s.send_lags]))
+    client.update(lag_stats("loop_lag", [x for s in shards for x in s.loop_lags]))
+    client["cpu_util_max"] = max((s.cpu_s / max(s.end_time - t0, 1e-9) for s in shards),
+                                 default=0.0)
+    client["chunks"] = sum(o.chunks for s in shards for o in s.outputs)
+    return client

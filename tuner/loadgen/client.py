@@ -1,0 +1,112 @@
+"""The one streaming loop, shared by every endpoint, and the record of one request.
+
+Timing follows vLLM's ``endpoint_request_func.py``: TTFT runs from the send to the first
+message that carries a token (non-empty ``choices``); every later token message adds one
+inter-token latency (ITL); the latency (E2EL) ends at the last token message, so a trailing
+usage report or ``[DONE]`` does not lengthen it. Messages that arrive in one network read share
+the read's timestamp (their ITL is 0: they did arrive together). Hence, for every successful
+request, ``latency - ttft == sum(itl)`` up to float rounding.
+
+A failed request is data: ``success=False`` with ``reason`` (a short category such as
+``http_500``, ``ClientPayloadError``, ``stream_error``, ``no_content``) and ``error`` (the
+detail). Nothing but cancellation escapes ``send``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterable, Callable
+from dataclasses import dataclass, field
+
+import aiohttp
+
+Clock = Callable[[], float]
+JSON_HEADERS = {"Content-Type": "application/json"}
+
+
+@dataclass(slots=True)
+class RequestOutput:
+    """What one request measured; times in seconds, ``start_time`` on the run's clock."""
+
+    index: int = -1
+    success: bool = False
+    reason: str = ""
+    error: str = ""
+    ttft: float = 0.0
+    itl: list[float] = field(default_factory=list)
+    latency: float = 0.0
+    output_tokens: int = 0
+    prompt_len: int = 0
+    chunks: int = 0
+    start_time: float = 0.0
+    scheduled_time: float = 0.0
+
+
+async def consume(stream: AsyncIterable[bytes], parser, clock: Clock, out: RequestOutput) -> None:
+    """Read ``stream`` to its end, timing every token message into ``out``.
+
+    ``parser`` has ``feed(bytes) -> int`` and ``flush() -> int`` (content messages completed),
+    plus ``completion_tokens``, ``prompt_tokens`` and ``error`` (see ``streams``).
+    """
+    st = out.start_time
+    last = st
+    itl = out.itl
+    chunks = 0
+    async for data in stream:
+        t = clock()
+        n = parser.feed(data)
+        for _ in range(n):
+            if chunks:
+                itl.append(t - last)
+            else:
+                out.ttft = t - st
+            chunks += 1
+            last = t
+    n = parser.flush()
+    if n:
+        t = clock()
+        for _ in range(n):
+            if chunks:
+                itl.append(t - last)
+            else:
+                out.ttft = t - st
+            chunks += 1
+            last = t
+    _finish(out, parser, chunks, last - st)
+
+
+def _finish(out: RequestOutput, parser, chunks: int, latency: float) -> None:
+    out.chunks = chunks
+    out.latency = latency
+    if parser.prompt_tokens is not None:
+        out.prompt_len = parser.prompt_tokens
+    # Without a usage report (the /generate endpoint) each token message counts as a token.
+    out.output_tokens = parser.completion_tokens if parser.completion_tokens is not None else chunks
+    if parser.error is not None:
+        out.reason, out.error = "stream_error", parser.error
+    elif chunks == 0:
+        out.reason, out.error = "no_content", "the stream carried no token message"
+    else:
+        out.success = True
+
+
+async def send(session: aiohttp.ClientSession, url: str, body: bytes, parser,
+               out: RequestOutput, clock: Clock = time.perf_counter) -> RequestOutput:
+    """POST ``body`` to ``url`` and stream the reply into ``out``; never raises but cancels."""
+    out.start_time = clock()
+    try:
+        async with session.post(url, data=body, headers=JSON_HEADERS) as resp:
+            if resp.status != 200:
+                detail = (await resp.text(errors="replace"))[:300]
+                out.reason = f"http_{resp.status}"
+                out.error = f"HTTP {resp.status} {resp.reason}: {detail}"
+                return out
+            await consume(resp.content.iter_any(), parser, clock, out)
+    except asyncio.CancelledError:
+        raise
+    except Exception as e:  # any failure of one request is data, not the run's end
+        out.success = False
+        out.reason = type(e).__name__
+        out.error = f"{type(e).__name__}: {e}"
+    return out

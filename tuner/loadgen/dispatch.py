@@ -1,0 +1,157 @@
+"""Send one share of a run's requests from one event loop: pacing, concurrency, duration.
+
+``run_shard`` is what a client process runs, whether the run has one process or several
+(``multiproc``). Request bodies and arrival times are all computed before the first await.
+Three modes: paced arrivals (tasks created at their arrival times, behind a semaphore if a
+concurrency limit is set), closed loop (``max_concurrency`` workers, each sending its next
+request as soon as its previous one ends), and everything at once (no rate, no limit).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import itertools
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+import aiohttp
+
+from tuner.loadgen.client import RequestOutput, send
+from tuner.loadgen.endpoints import PARSERS, PATHS, build_body
+from tuner.loadgen.lag import LoopLagProbe
+from tuner.loadgen.spec import WorkloadSpec
+from tuner.loadgen.workloads import iter_requests
+
+
+@dataclass(frozen=True)
+class ShardPlan:
+    """Share ``k`` of ``n``: requests ``k, k+n, ...`` of the workload."""
+
+    base_url: str
+    model: str
+    workload: WorkloadSpec
+    endpoint: str = "completions"
+    ignore_eos: bool = True
+    k: int = 0
+    n: int = 1
+    num_requests: int | None = 1000
+    duration_s: float | None = None
+    arrivals: tuple[float, ...] | None = None  # this share's offsets; None: not paced
+    concurrency: int | None = None
+    timeout_s: float = 6 * 3600.0
+
+
+@dataclass
+class ShardResult:
+    outputs: list[RequestOutput] = field(default_factory=list)
+    send_lags: list[float] = field(default_factory=list)
+    loop_lags: list[float] = field(default_factory=list)
+    cpu_s: float = 0.0
+    end_time: float = 0.0
+
+
+class _Source:
+    """Indexed request bodies of one share: precomputed for a count, lazy for a duration."""
+
+    def __init__(self, plan: ShardPlan) -> None:
+        stop = plan.num_requests if plan.duration_s is None else None
+        requests = itertools.islice(iter_requests(plan.workload), plan.k, stop, plan.n)
+        pairs = ((plan.k + j * plan.n, r) for j, r in enumerate(requests))
+        bodies = ((i, r.prompt_len, build_body(r, plan.endpoint, plan.model, plan.ignore_eos))
+                  for i, r in pairs)
+        self.items: Iterator = iter(list(bodies)) if stop is not None else bodies
+
+
+def session_for(concurrency: int | None, timeout_s: float) -> aiohttp.ClientSession:
+    connector = aiohttp.TCPConnector(limit=concurrency or 0, keepalive_timeout=60,
+                                     enable_cleanup_closed=True)
+    return aiohttp.ClientSession(connector=connector, auto_decompress=False,
+                                 timeout=aiohttp.ClientTimeout(total=timeout_s))
+
+
+def prepare(plan: ShardPlan) -> _Source:
+    """Build the share's request bodies (before the run starts)."""
+    return _Source(plan)
+
+
+async def run_shard(plan: ShardPlan, t0: float | None = None,
+                    on_done: Callable[[RequestOutput], None] | None = None,
+                    clock: Callable[[], float] = time.perf_counter,
+                    source: _Source | None = None) -> ShardResult:
+    """Run the share; ``t0`` is the run's start on ``clock`` (shared by every process)."""
+    source = source or _Source(plan)  # before the first await
+    result = ShardResult()
+    url = plan.base_url + PATHS[plan.endpoint]
+    parser_cls = PARSERS[plan.endpoint]
+    probe = LoopLagProbe()
+    gc.collect()
+    gc.freeze()
+    cpu0 = time.process_time()
+    async with session_for(plan.concurrency, plan.timeout_s) as session:
+        probe.start()
+        t0 = clock() if t0 is None else t0
+        if (delay := t0 - clock()) > 0:
+            await asyncio.sleep(delay)
+        deadline = t0 + plan.duration_s if plan.duration_s is not None else None
+
+        async def one(item, due: float | None) -> None:
+            index, prompt_len, body = item
+            now = clock()
+            due = now if due is None else due
+            out = RequestOutput(index=index, prompt_len=prompt_len, scheduled_time=due)
+            result.send_lags.append(max(0.0, now - due))
+            await send(session, url, body, parser_cls(), out, clock)
+            result.outputs.append(out)
+            if on_done is not None:
+                on_done(out)
+
+        if plan.arrivals is not None:
+            await _paced(plan, source, t0, one, clock)
+        elif plan.concurrency:
+            await _closed_loop(plan.concurrency, source, deadline, one, clock)
+        else:
+            await asyncio.gather(*(one(item, None) for item in source.items))
+        await probe.stop()
+    result.cpu_s = time.process_time() - cpu0
+    result.end_time = clock()
+    result.loop_lags = probe.samples
+    gc.unfreeze()
+    return result
+
+
+async def _paced(plan: ShardPlan, source: _Source, t0: float, one, clock) -> None:
+    sem = asyncio.Semaphore(plan.concurrency) if plan.concurrency else None
+    tasks = []
+
+    async def limited(item, due: float) -> None:
+        if sem is None:
+            return await one(item, due)
+        if sem.locked():  # a slot frees later than the arrival: the lag starts then
+            async with sem:
+                return await one(item, clock())
+        async with sem:
+            return await one(item, due)
+
+    for offset, item in zip(plan.arrivals or (), source.items):
+        due = t0 + offset
+        if (delay := due - clock()) > 0:
+            await asyncio.sleep(delay)
+        tasks.append(asyncio.create_task(limited(item, due)))
+    await asyncio.gather(*tasks)
+
+
+async def _closed_loop(concurrency: int, source: _Source, deadline: float | None,
+                       one, clock) -> None:
+    items = source.items
+
+    async def worker() -> None:
+        due = clock()
+        for item in items:
+            if deadline is not None and clock() >= deadline:
+                return
+            await one(item, due)
+            due = clock()
+
+    await asyncio.gather(*(worker() for _ in range(concurrency)))

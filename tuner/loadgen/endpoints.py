@@ -1,0 +1,62 @@
+"""Request bodies for the three endpoints, and which stream parser reads each reply.
+
+* ``completions``: OpenAI ``/v1/completions``, prompt as token ids (exact input length).
+* ``chat``: OpenAI ``/v1/chat/completions``, token ids spelled as words.
+* ``generate``: vLLM's plain ``api_server`` ``/generate`` (the article's entry point), prompt
+  as ``{"prompt_token_ids": [...]}``.
+
+Output length is exact through ``max_tokens`` plus ``ignore_eos``. The OpenAI endpoints ask for
+``stream_options.include_usage`` so the server reports the tokens it produced.
+"""
+
+from __future__ import annotations
+
+import json
+
+from tuner.loadgen.streams import GenerateParser, SSEParser
+from tuner.loadgen.workloads import Request
+
+PATHS = {"completions": "/v1/completions", "chat": "/v1/chat/completions", "generate": "/generate"}
+PARSERS = {"completions": SSEParser, "chat": SSEParser, "generate": GenerateParser}
+
+_SYLLABLES = [c + v for c in "bdfgklmnprstvz" for v in "aeiou"]
+_WORDS = [a + b for a in _SYLLABLES for b in _SYLLABLES]
+
+
+def ids_to_text(ids: tuple[int, ...]) -> str:
+    """Token ids as a deterministic string of pseudo-words (one word per id)."""
+    words = _WORDS
+    return " ".join([words[i % len(words)] for i in ids])
+
+
+def _prompt(request: Request) -> list[int] | str:
+    contents = [c for _, c in request.segments]
+    if all(isinstance(c, tuple) for c in contents):
+        return [i for c in contents for i in c]
+    return "\n".join(c if isinstance(c, str) else ids_to_text(c) for c in contents)
+
+
+def _text(content: tuple[int, ...] | str) -> str:
+    return content if isinstance(content, str) else ids_to_text(content)
+
+
+def build_body(request: Request, endpoint: str, model: str, ignore_eos: bool = True) -> bytes:
+    """The JSON body of ``request`` for ``endpoint``, encoded once before the run."""
+    stream_options = {"include_usage": True}
+    if endpoint == "completions":
+        body = {"model": model, "prompt": _prompt(request), "max_tokens": request.output_len,
+                "stream": True, "stream_options": stream_options}
+    elif endpoint == "chat":
+        messages = [{"role": role, "content": _text(c)} for role, c in request.segments]
+        body = {"model": model, "messages": messages,
+                "max_completion_tokens": request.output_len,
+                "stream": True, "stream_options": stream_options}
+    elif endpoint == "generate":
+        prompt = _prompt(request)
+        body = {"prompt": {"prompt_token_ids": prompt} if isinstance(prompt, list) else prompt,
+                "max_tokens": request.output_len, "stream": True}
+    else:
+        raise ValueError(f"unknown endpoint {endpoint!r}")
+    if ignore_eos:
+        body["ignore_eos"] = True
+    return json.dumps(body, separators=(",", ":")).encode()

@@ -1,0 +1,94 @@
+"""The server's own view of a run, from its Prometheus ``/metrics`` page.
+
+Counters are read before and after the run and reported as deltas; the KV-cache usage gauge
+is polled during the run and reported as its peak. A metric the server does not export (or a
+server without ``/metrics``) is left out of the result, never an error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+import aiohttp
+
+COUNTERS = {
+    "preemptions": "vllm:num_preemptions_total",
+    "prefix_cache_queries": "vllm:prefix_cache_queries_total",
+    "prefix_cache_hits": "vllm:prefix_cache_hits_total",
+}
+KV_USAGE = "vllm:kv_cache_usage_perc"
+WANTED = (*COUNTERS.values(), KV_USAGE)
+
+
+def parse_metrics(text: str, names: tuple[str, ...] = WANTED) -> dict[str, float]:
+    """Sum each wanted metric over its label sets (exposition text format; pure)."""
+    found: dict[str, float] = {}
+    for line in text.splitlines():
+        if not line or line[0] == "#" or not line.startswith("vllm:"):
+            continue
+        name_part, _, rest = line.partition(" ")
+        if "{" in name_part or rest.startswith(("{",)):
+            name_part = line.split("{", 1)[0]
+            rest = line.rsplit("}", 1)[-1]
+        if name_part not in names:
+            continue
+        fields = rest.split()
+        try:
+            value = float(fields[0])
+        except (IndexError, ValueError):
+            continue
+        found[name_part] = found.get(name_part, 0.0) + value
+    return found
+
+
+def server_view(before: dict[str, float] | None, after: dict[str, float] | None,
+                kv_peak: float | None) -> dict[str, float]:
+    """Deltas of the counters present in both scrapes, and the KV-usage peak if seen."""
+    view: dict[str, float] = {}
+    if before is not None and after is not None:
+        for key, name in COUNTERS.items():
+            if name in before and name in after:
+                view[key] = after[name] - before[name]
+    if kv_peak is not None:
+        view["kv_cache_usage_peak"] = kv_peak
+    return view
+
+
+async def scrape(session: aiohttp.ClientSession, base_url: str) -> dict[str, float] | None:
+    """The wanted metrics now, or None when the page cannot be read."""
+    try:
+        async with session.get(f"{base_url}/metrics") as resp:
+            if resp.status != 200:
+                return None
+            return parse_metrics(await resp.text())
+    except (aiohttp.ClientError, asyncio.TimeoutError, UnicodeDecodeError):
+        return None
+
+
+class KVPoller:
+    """Polls the KV-usage gauge every ``interval_s`` while the run lasts; keeps the peak."""
+
+    def __init__(self, session: aiohttp.ClientSession, base_url: str, interval_s: float) -> None:
+        self.session, self.base_url, self.interval_s = session, base_url, interval_s
+        self.peak: float | None = None
+        self._task: asyncio.Task | None = None
+
+    def observe(self, metrics: dict[str, float] | None) -> None:
+        if metrics and KV_USAGE in metrics:
+            value = metrics[KV_USAGE]
+            self.peak = value if self.peak is None else max(self.peak, value)
+
+    async def _loop(self) -> None:
+        while True:
+            self.observe(await scrape(self.session, self.base_url))
+            await asyncio.sleep(self.interval_s)
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._loop())
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task

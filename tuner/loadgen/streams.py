@@ -1,0 +1,134 @@
+"""Cheap parsers for the two streaming wire formats: they count the messages that carry a
+token and pick out the usage report and any error, without decoding every chunk.
+
+* ``SSEParser``: OpenAI server-sent events (``data: {json}`` messages separated by a blank
+  line, ``data: [DONE]`` at the end). A message counts as content when it has a non-empty
+  ``choices`` list, exactly as vLLM's benchmark decides. vLLM writes compact JSON, so a
+  substring test settles the usual token chunk; anything else (usage, errors, other spacing)
+  goes through ``json.loads``.
+* ``GenerateParser``: vLLM's plain ``api_server`` ``/generate`` stream, JSON objects
+  ``{"text": [...]}`` separated by NUL (older releases) or newline (newer ones). Each object is
+  one step's output and counts as one content chunk.
+
+``feed(data)`` returns how many content messages completed inside ``data``; ``flush()`` does the
+same for what is left when the stream ends.
+"""
+
+from __future__ import annotations
+
+import json
+
+_CHOICES = b'"choices":[{'
+_USAGE = b'"usage"'
+_USAGE_NULL = b'"usage":null'
+
+
+class SSEParser:
+    __slots__ = ("buf", "completion_tokens", "prompt_tokens", "error", "done")
+
+    def __init__(self) -> None:
+        self.buf = b""
+        self.completion_tokens: int | None = None
+        self.prompt_tokens: int | None = None
+        self.error: str | None = None
+        self.done = False
+
+    def feed(self, data: bytes) -> int:
+        if b"\r" in data:
+            data = data.replace(b"\r\n", b"\n")
+        buf = self.buf + data if self.buf else data
+        if b"\n\n" not in buf:
+            self.buf = buf
+            return 0
+        parts = buf.split(b"\n\n")
+        self.buf = parts.pop()
+        n = 0
+        for msg in parts:
+            # The common vLLM token chunk: decided without decoding.
+            if msg[:6] == b"data: " and _CHOICES in msg and (
+                _USAGE not in msg or _USAGE_NULL in msg
+            ):
+                n += 1
+            else:
+                n += self._message(msg)
+        return n
+
+    def flush(self) -> int:
+        rest, self.buf = self.buf.strip(), b""
+        return self._message(rest) if rest else 0
+
+    def _message(self, msg: bytes) -> int:
+        lines = [ln for ln in msg.strip().split(b"\n") if ln.startswith(b"data:")]
+        if not lines:  # comments (":ping"), event/id lines, blank keep-alives
+            return 0
+        payload = b"\n".join(ln[5:].strip() for ln in lines)
+        if payload == b"[DONE]":
+            self.done = True
+            return 0
+        try:
+            data = json.loads(payload)
+        except ValueError:
+            self.error = f"undecodable stream message: {payload[:200]!r}"
+            return 0
+        return self._decoded(data)
+
+    def _decoded(self, data: object) -> int:
+        if not isinstance(data, dict):
+            return 0
+        usage = data.get("usage")
+        if isinstance(usage, dict):
+            if (ct := usage.get("completion_tokens")) is not None:
+                self.completion_tokens = int(ct)
+            if (pt := usage.get("prompt_tokens")) is not None:
+                self.prompt_tokens = int(pt)
+        if data.get("choices"):
+            return 1
+        if "error" in data:
+            err = data["error"]
+            self.error = str(err.get("message", err) if isinstance(err, dict) else err)
+        return 0
+
+
+class GenerateParser:
+    __slots__ = ("buf", "sep", "completion_tokens", "prompt_tokens", "error", "done")
+
+    def __init__(self) -> None:
+        self.buf = b""
+        self.sep: bytes | None = None
+        self.completion_tokens: int | None = None
+        self.prompt_tokens: int | None = None
+        self.error: str | None = None
+        self.done = False
+
+    def feed(self, data: bytes) -> int:
+        buf = self.buf + data if self.buf else data
+        if self.sep is None:
+            self.sep = b"\0" if b"\0" in buf else (b"\n" if b"\n" in buf else None)
+            if self.sep is None:
+                self.buf = buf
+                return 0
+        parts = buf.split(self.sep)
+        self.buf = parts.pop()
+        n = 0
+        for msg in parts:
+            n += 1 if msg[:9] == b'{"text": ' or msg[:8] == b'{"text":' else self._message(msg)
+        return n
+
+    def flush(self) -> int:
+        rest, self.buf = self.buf.strip(), b""
+        return self._message(rest) if rest else 0
+
+    def _message(self, msg: bytes) -> int:
+        msg = msg.strip()
+        if not msg:
+            return 0
+        try:
+            data = json.loads(msg)
+        except ValueError:
+            self.error = f"undecodable stream message: {msg[:200]!r}"
+            return 0
+        if isinstance(data, dict) and "text" in data:
+            return 1
+        if isinstance(data, dict) and ("error" in data or "detail" in data):
+            self.error = str(data.get("error") or data.get("detail"))
+        return 0
