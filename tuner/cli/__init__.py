@@ -18,6 +18,8 @@ from tuner.errors import TunerError
 COMMAND_MODULES = (
     "study",
     "space",
+    "demo",
+    "model",
     "bench",
     "sim",
     "worker",

@@ -153,6 +153,8 @@ class EngineSection(_Section):
     extra_args: list[str] = Field(default_factory=lambda: ["--load-format", "dummy"])
     start_timeout_s: float = Field(900.0, gt=0)
     stop_grace_s: float = Field(20.0, ge=0)
+    # A benchmark that has not finished by then is a hang (the server is stopped).
+    benchmark_timeout_s: float = Field(1800.0, gt=0)
     time_scale: float = Field(1.0, gt=0)
 
 

@@ -1,0 +1,63 @@
+"""Pure parts of the runner: argv rendering, log parsing, failure classes."""
+
+from pathlib import Path
+
+from tuner.runner import engine, logparse
+from tuner.space.argv import flags_argv
+from tuner.study import load_study_file
+
+FLAGS = {"max_num_batched_tokens": 4096, "enable_prefix_caching": False,
+         "enable_chunked_prefill": True, "enforce_eager": True, "gpu_memory_utilization": 0.85,
+         "tensor_parallel_size": 2}
+
+
+def test_flags_are_explicit_words():
+    argv = flags_argv(FLAGS)
+    assert argv == ["--enable-chunked-prefill", "--no-enable-prefix-caching", "--enforce-eager",
+                    "--gpu-memory-utilization", "0.85", "--max-num-batched-tokens", "4096",
+                    "--tensor-parallel-size", "2"]
+    assert "--no-enforce-eager" in flags_argv({"enforce_eager": False})
+
+
+def test_launch_pins_gpus_and_uses_the_engine(study_file):
+    spec = load_study_file(study_file('[model]\npath = "models/llama3-8b"\n[engine]\n'
+                                      'kind = "vllm"\npython = "/opt/py"\n'
+                                      '[engine.env]\nX = "1"\n'))
+    launch = engine.launch(spec, FLAGS, 8123, (3, 5, 6))
+    assert launch.argv[:3] == ("/opt/py", "-m", "vllm.entrypoints.openai.api_server")
+    assert launch.env == {"X": "1", "CUDA_VISIBLE_DEVICES": "3,5"}  # tp 2: first two
+    assert "--port" in launch.argv and "8123" in launch.argv
+    assert launch.argv[-len(flags_argv(FLAGS)):] == tuple(flags_argv(FLAGS))
+
+
+def test_sim_engine_program(study_file):
+    spec = load_study_file(study_file('[model]\npath = "models/llama3-8b"\n[engine]\n'
+                                      'kind = "sim"\ntime_scale = 5\n'))
+    argv = engine.launch(spec, {}, 1, (0,)).argv
+    assert argv[1:5] == ("-m", "tuner", "sim", "serve") and "--time-scale" in argv
+
+
+LOG_OOM = """INFO 11-29 vLLM API server version 0.24.0
+torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB."""
+LOG_KV = ("ValueError: To serve at least one request with the models's max seq len (8192), "
+          "(1.00 GiB KV cache is needed, which is larger than the available KV cache memory "
+          "(0.50 GiB).")
+LOG_FLAGS = ("ValueError: max_num_batched_tokens (128) is smaller than max_model_len (2048). "
+             "This effectively limits the maximum sequence length")
+
+
+def test_failure_classes():
+    assert logparse.classify_start_failure(1, LOG_OOM) == "oom"
+    assert logparse.classify_start_failure(1, LOG_KV) == "kv-cache-too-small"
+    assert logparse.classify_start_failure(1, LOG_FLAGS) == "rejected-flags"
+    assert logparse.classify_start_failure(2, "usage: ... error: argument --x") == "rejected-flags"
+    assert logparse.classify_start_failure(None, "") == "start-timeout"
+    assert logparse.classify_start_failure(-9, "Segmentation fault") == "crash"
+
+
+def test_log_facts():
+    log = LOG_OOM + "\nINFO GPU KV cache size: 920,192 tokens\n"
+    assert logparse.kv_cache_tokens(log) == 920192
+    assert logparse.kv_cache_tokens("CPU KV cache size: 2,097,152 tokens") == 2097152
+    assert logparse.vllm_version(log) == "0.24.0"
+    assert "OutOfMemoryError" in logparse.reason_line(LOG_OOM)

@@ -1,0 +1,51 @@
+"""`tuner demo FILE`: create the study (fresh), run a short study on one worker, and end
+with the Pareto front and the best flags. `make demo` runs it on studies/demo-sim.toml."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import optuna
+
+from tuner.cli.study import add_storage_flag
+from tuner.cli.worker import run_worker
+from tuner.study import create_study, load_study_file, mask, resolve_url
+from tuner.study.storage import open_storage
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("demo", help="run a short study end to end and show the result")
+    p.add_argument("file", help="a study file, e.g. studies/demo-sim.toml")
+    add_storage_flag(p)
+    p.add_argument("--keep", action="store_true",
+                   help="continue an existing study of that name instead of starting afresh")
+    p.set_defaults(func=_demo)
+
+
+def _demo(args: argparse.Namespace) -> int:
+    spec = load_study_file(args.file)
+    url = resolve_url(args.storage)
+    if not args.keep:
+        try:
+            optuna.delete_study(study_name=spec.name, storage=open_storage(url))
+        except KeyError:
+            pass
+    create_study(spec, url)
+    print(f"demo: study {spec.name} in {mask(url)}, {spec.search.n_trials} trials on "
+          f"engine {spec.engine.kind}", file=sys.stderr)
+    code = run_worker(spec.name, url, tuple(spec.hardware.gpus), None, None)
+    if code:
+        return code
+    return _show(spec.name, url)
+
+
+def _show(name: str, url: str) -> int:
+    """The Pareto front and the best flags, through `tuner pareto` and `tuner best`."""
+    from tuner.cli import main
+
+    print("\nPareto front (tuner pareto):")
+    main(["pareto", name, "--storage", url])
+    print("\nBest flags (tuner best --format cli):")
+    main(["best", name, "--storage", url, "--format", "cli"])
+    return 0

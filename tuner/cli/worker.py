@@ -1,0 +1,63 @@
+"""`tuner worker STUDY --gpus 0[,1...]`: run trials of a stored study on these GPUs."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+
+from tuner.cli.study import add_storage_flag
+from tuner.errors import UsageError
+from tuner.runner import Worker
+from tuner.study import mask, resolve_url
+
+
+def parse_duration(text: str) -> float:
+    """'90', '90s', '15m', '2h', '1d' -> seconds."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*", text or "")
+    if not m:
+        raise UsageError(f"not a duration: {text!r}; use e.g. 90s, 15m, 2h")
+    return float(m.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}[m.group(2)]
+
+
+def parse_gpus(text: str) -> tuple[int, ...]:
+    try:
+        gpus = tuple(int(g) for g in text.split(",") if g.strip() != "")
+    except ValueError:
+        raise UsageError(f"--gpus takes GPU ids like 0 or 0,1, not {text!r}") from None
+    if not gpus or len(set(gpus)) != len(gpus):
+        raise UsageError(f"--gpus takes distinct GPU ids like 0 or 0,1, not {text!r}")
+    return gpus
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("worker", help="run a study's trials on some GPUs")
+    p.add_argument("study", metavar="STUDY", help="the stored study's name")
+    add_storage_flag(p)
+    p.add_argument("--gpus", default="0", help="GPU ids this worker owns, e.g. 0 or 0,1")
+    p.add_argument("--n-trials", type=int, help="stop after this many trials of this worker")
+    p.add_argument("--timeout", help="stop starting trials after this long, e.g. 2h")
+    p.set_defaults(func=_run)
+
+
+def run_worker(study: str, url: str, gpus: tuple[int, ...], n_trials: int | None,
+               timeout_s: float | None) -> int:
+    worker = Worker(study, url, gpus, n_trials=n_trials, timeout_s=timeout_s)
+    spec = worker.opened.spec
+    if len(gpus) < spec.model.tensor_parallel_size:
+        raise UsageError(f"study {study} needs {spec.model.tensor_parallel_size} GPUs per "
+                         f"server (tensor parallel) but --gpus gives {len(gpus)}")
+    print(f"worker {gpus} on study {study} ({mask(url)}), engine {spec.engine.kind}",
+          file=sys.stderr)
+    summary = worker.run()
+    told = ", ".join(f"{v} {k}" for k, v in sorted(summary.told.items())) or "no trials"
+    print(f"worker done: {told}; {summary.reason}", file=sys.stderr)
+    return 130 if summary.reason == "interrupted" else 0
+
+
+def _run(args: argparse.Namespace) -> int:
+    if args.n_trials is not None and args.n_trials < 1:
+        raise UsageError("--n-trials must be at least 1")
+    timeout = parse_duration(args.timeout) if args.timeout else None
+    return run_worker(args.study, resolve_url(args.storage), parse_gpus(args.gpus),
+                      args.n_trials, timeout)

@@ -1,0 +1,69 @@
+"""What the GPUs say, through nvidia-smi where there is one (NVML's command-line face);
+on a machine without GPUs every function answers "unknown" rather than failing."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import time
+from typing import Sequence
+
+
+def _smi(*args: str) -> list[str] | None:
+    exe = shutil.which("nvidia-smi")
+    if exe is None:
+        return None
+    try:
+        out = subprocess.run([exe, *args], capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if out.returncode != 0:
+        return None
+    return [line.strip() for line in out.stdout.splitlines() if line.strip()]
+
+
+def available() -> bool:
+    return _smi("-L") is not None
+
+
+def name(gpu: int) -> str | None:
+    lines = _smi("--query-gpu=name", "--format=csv,noheader", "-i", str(gpu))
+    return lines[0] if lines else None
+
+
+def used_mib(gpus: Sequence[int]) -> int | None:
+    ids = ",".join(str(g) for g in gpus)
+    lines = _smi("--query-gpu=memory.used", "--format=csv,noheader,nounits", "-i", ids)
+    return sum(int(float(x)) for x in lines) if lines else None
+
+
+def compute_pids(gpus: Sequence[int]) -> list[int] | None:
+    """Processes holding memory on these GPUs; None when that cannot be known."""
+    uuids = _smi("--query-gpu=uuid", "--format=csv,noheader", "-i",
+                 ",".join(str(g) for g in gpus))
+    apps = _smi("--query-compute-apps=gpu_uuid,pid", "--format=csv,noheader")
+    if uuids is None or apps is None:
+        return None
+    pids = []
+    for line in apps:
+        uuid, _, pid = line.partition(",")
+        if uuid.strip() in uuids and pid.strip().isdigit():
+            pids.append(int(pid))
+    return pids
+
+
+def wait_released(gpus: Sequence[int], baseline_mib: int | None, timeout_s: float = 60.0,
+                  slack_mib: int = 1024) -> float | None:
+    """Seconds until the GPUs' memory is back to ``baseline_mib`` (+ slack) and no compute
+    process holds them; None where there is no GPU to ask."""
+    if not available():
+        return None
+    start = time.monotonic()
+    while time.monotonic() - start < timeout_s:
+        used = used_mib(gpus)
+        pids = compute_pids(gpus) or []
+        if used is not None and not pids and (baseline_mib is None or
+                                              used <= baseline_mib + slack_mib):
+            return time.monotonic() - start
+        time.sleep(0.2)
+    return time.monotonic() - start

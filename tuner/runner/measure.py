@@ -1,0 +1,170 @@
+"""Measuring one configuration: start its server, wait for health, benchmark, stop.
+
+Returns a ``Told`` (see ``tuner.record``) and never raises for a server's failure: a server
+that exits or never becomes ready is an infeasible configuration, a crash or hang during the
+benchmark a failed trial; both keep the log tail. KeyboardInterrupt (Ctrl-C, SIGTERM) stops
+the server and propagates.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+from tuner import record
+from tuner.errors import EngineError, EngineExitedError
+from tuner.loadgen import SLO, LoadSpec, WorkloadSpec, run_benchmark
+from tuner.runner import engine, gpu, logparse
+from tuner.runner.ports import free_port
+from tuner.runner.server import Server
+from tuner.study.spec import StudySpec
+
+Phase = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Slot:
+    """Where a worker runs its trials: GPUs, log folder, identity."""
+
+    gpus: tuple[int, ...]
+    logs: Path
+    worker: str
+    host: str
+
+
+class ServerDied(EngineError):
+    pass
+
+
+def workload_of(spec: StudySpec) -> WorkloadSpec:
+    w = spec.workload
+    kind = "multi-turn" if w.kind == "chat" else w.kind
+    return WorkloadSpec(kind=kind, input_len=w.input_len, output_len=w.output_len,
+                        range_ratio=w.range_ratio, num_prefixes=w.num_prefixes,
+                        prefix_len=w.prefix_len, turns=w.turns, dataset=w.dataset,
+                        vocab_size=int(spec.model.vocab_size or 32000), seed=w.seed)
+
+
+def load_of(spec: StudySpec) -> LoadSpec:
+    w = spec.workload
+    return LoadSpec(max_concurrency=w.max_concurrency, request_rate=w.request_rate,
+                    burstiness=w.burstiness, num_requests=w.num_requests,
+                    warmup_requests=w.warmup_requests, endpoint=w.endpoint)
+
+
+def slo_of(spec: StudySpec) -> SLO:
+    s = spec.slo
+    return SLO(ttft_p99_ms=s.p99_ttft_ms, itl_p99_ms=s.p99_itl_ms)
+
+
+def _server_version(url: str) -> str | None:
+    try:
+        with urllib.request.urlopen(url + "/version", timeout=5) as resp:
+            return str(json.loads(resp.read()).get("version"))
+    except Exception:  # a server without /version: the log may still say
+        return None
+
+
+async def _watched_benchmark(server: Server, spec: StudySpec, phase: Phase):
+    """The benchmark, cancelled as soon as the server dies or the time runs out."""
+    task = asyncio.ensure_future(run_benchmark(
+        server.url, engine.served_name(spec), workload_of(spec), load_of(spec),
+        slo=slo_of(spec), time_scale=spec.engine.time_scale))
+    start = time.monotonic()
+    while not task.done():
+        await asyncio.wait({task}, timeout=0.5)
+        if task.done():
+            break
+        if server.returncode() is not None:
+            task.cancel()
+            raise ServerDied(f"server exited with code {server.returncode()} during the "
+                             "benchmark")
+        if time.monotonic() - start > spec.engine.benchmark_timeout_s:
+            task.cancel()
+            raise ServerDied(f"benchmark hung: no result within "
+                             f"{spec.engine.benchmark_timeout_s:.0f} s")
+    return task.result()
+
+
+def _failure(kind: str, message: str, server: Server) -> dict[str, Any]:
+    log = server.log()
+    return {"class": kind, "message": message, "returncode": server.returncode(),
+            "log_tail": logparse.tail(log), "log": str(server.log_path)}
+
+
+def measure(spec: StudySpec, flags: Mapping[str, Any], launch_flags: Mapping[str, Any],
+            number: int, slot: Slot, attrs: Mapping[str, Any], phase: Phase) -> record.Told:
+    """Run one configuration end to end and say what to tell the study."""
+    port = free_port()
+    launch = engine.launch(spec, launch_flags, port, slot.gpus)
+    server = Server(launch, port, slot.logs / f"trial-{number:05d}.log")
+    attrs = {**attrs, "command": list(launch.argv), "engine": spec.engine.kind,
+             "gpus": list(slot.gpus), "log": str(server.log_path)}
+    phases: dict[str, float] = {}
+    gpu_before = gpu.used_mib(slot.gpus)
+    told: record.Told | None = None
+    try:
+        phase("start")
+        server.start()
+        try:
+            phases["start"] = server.wait_healthy(spec.engine.start_timeout_s)
+        except EngineError as e:
+            code = e.returncode if isinstance(e, EngineExitedError) else None
+            kind = logparse.classify_start_failure(code, server.log())
+            told = record.infeasible(spec, _failure(kind, str(e), server), attrs)
+        if told is None:
+            told = _benchmark(spec, server, attrs, phases, phase)
+    finally:
+        phase("stop")
+        phases["stop"] = server.stop(spec.engine.stop_grace_s)
+        released = gpu.wait_released(slot.gpus, gpu_before)
+        if released is not None:
+            phases["gpu_release"] = released
+    log = server.log()
+    extra = {"kv_cache_tokens": logparse.kv_cache_tokens(log), "phases": phases}
+    extra["vllm_version"] = told.attrs.get("vllm_version") or logparse.vllm_version(log)
+    extra["gpu_name"] = (gpu.name(slot.gpus[0]) if slot.gpus else None) or (
+        f"{spec.hardware.gpu} (simulated)" if spec.engine.kind == "sim" else spec.hardware.gpu)
+    return record.Told(told.state, told.values, told.constraints, {**told.attrs, **extra})
+
+
+def _benchmark(spec: StudySpec, server: Server, attrs: dict, phases: dict,
+               phase: Phase) -> record.Told:
+    version = _server_version(server.url)
+    attrs = {**attrs, "vllm_version": version}
+    phase("benchmark")
+    start = time.monotonic()
+    try:
+        result = asyncio.run(_watched_benchmark(server, spec, phase))
+    except ServerDied as e:
+        phases["benchmark"] = time.monotonic() - start
+        kind = "hang" if "hung" in str(e) else "crash-during-benchmark"
+        return record.failed(_failure(kind, str(e), server), attrs)
+    phases["benchmark"] = time.monotonic() - start
+    if "warmup_s" in result.client:
+        phases["warmup"] = result.client["warmup_s"]
+    attrs = {**attrs, "server": result.server, "client": result.client, "noise": result.noise,
+             "failures": result.failures}
+    metrics = {k: v for k, v in result.metrics.items() if isinstance(v, (int, float))}
+    if server.returncode() is not None:
+        return record.failed(_failure("crash-during-benchmark", "server exited with code "
+                                      f"{server.returncode()} during the benchmark", server),
+                             {**attrs, "metrics": metrics})
+    if not metrics.get("completed"):
+        reasons = ", ".join(f"{k} x{v}" for k, v in result.failures.items()) or "none completed"
+        return record.failed(_failure("benchmark-failed", f"no request completed: {reasons}",
+                                      server), {**attrs, "metrics": metrics})
+    if not result.valid:
+        return record.failed({"class": "invalid-measurement", "message": result.invalid_reason},
+                             {**attrs, "metrics": metrics})
+    missing = [o.metric for o in spec.objectives if o.metric not in metrics]
+    if missing:
+        return record.failed({"class": "benchmark-failed",
+                              "message": f"no value for {', '.join(missing)}"},
+                             {**attrs, "metrics": metrics})
+    return record.measured(spec, metrics, attrs)

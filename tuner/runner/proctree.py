@@ -1,0 +1,64 @@
+"""Walking the process tree through /proc: to stop everything a server started, and for
+tests to prove that nothing was left behind."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def _ppid_map() -> dict[int, int]:
+    out = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        # the command may hold spaces and parentheses: split after the last ')'
+        fields = stat[stat.rfind(")") + 2:].split()
+        out[int(entry.name)] = int(fields[1])
+    return out
+
+
+def descendants(pid: int) -> list[int]:
+    """Every living process below ``pid`` (not ``pid`` itself)."""
+    children: dict[int, list[int]] = {}
+    for child, parent in _ppid_map().items():
+        children.setdefault(parent, []).append(child)
+    found, stack = [], [pid]
+    while stack:
+        for child in children.get(stack.pop(), []):
+            found.append(child)
+            stack.append(child)
+    return found
+
+
+def alive(pid: int) -> bool:
+    """True while ``pid`` exists and is not a zombie."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return state[state.rfind(")") + 2:].split()[0] != "Z"
+
+
+def in_group(pgid: int) -> list[int]:
+    """Living processes of a process group."""
+    pids = []
+    for pid in _ppid_map():
+        try:
+            if os.getpgid(pid) == pgid and alive(pid):
+                pids.append(pid)
+        except ProcessLookupError:
+            continue
+    return pids
+
+
+def cmdline(pid: int) -> list[str]:
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return []
+    return [w.decode(errors="replace") for w in raw.split(b"\0") if w]

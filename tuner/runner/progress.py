@@ -1,0 +1,60 @@
+"""One live line per trial (n of N, phase, elapsed, best so far) and a summary at the end."""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any, TextIO
+
+
+def fmt_best(best: dict[str, Any] | None) -> str:
+    if not best:
+        return "best: -"
+    parts = [f"{v:,.1f} {k}" for k, v in best.items()]
+    return "best: " + ", ".join(parts)
+
+
+class Progress:
+    """Writes to stderr; rewrites the line in place on a terminal, one line per phase elsewhere."""
+
+    def __init__(self, total: int | None, stream: TextIO | None = None) -> None:
+        self.stream = stream or sys.stderr
+        self.tty = self.stream.isatty()
+        self.total = total
+        self.index = 0
+        self.trial: int | None = None
+        self.phase = ""
+        self.since = time.monotonic()
+        self.best = ""
+
+    def begin(self, trial: int) -> None:
+        self.index += 1
+        self.trial, self.since = trial, time.monotonic()
+
+    def set_phase(self, phase: str) -> None:
+        self.phase = phase
+        self._write(final=False)
+
+    def end(self, outcome: str, summary: str, best: str) -> None:
+        self.phase, self.best = f"{outcome} {summary}".strip(), best
+        self._write(final=True)
+
+    def _line(self) -> str:
+        of = f"/{self.total}" if self.total else ""
+        elapsed = time.monotonic() - self.since
+        return (f"[{self.index}{of}] trial {self.trial}: {self.phase} "
+                f"({elapsed:5.1f} s)  {self.best}")
+
+    def _write(self, final: bool) -> None:
+        if self.tty:
+            end = "\n" if final else ""
+            self.stream.write("\r\033[K" + self._line() + end)
+        elif final or self.phase:
+            self.stream.write(self._line() + "\n")
+        self.stream.flush()
+
+    def say(self, text: str) -> None:
+        if self.tty:
+            self.stream.write("\r\033[K")
+        self.stream.write(text + "\n")
+        self.stream.flush()

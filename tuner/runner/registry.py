@@ -1,0 +1,73 @@
+"""Workers register themselves in the study's storage (host, process id, GPUs, heartbeat,
+current trial and phase), so that status can be seen from anywhere. A background thread
+beats for the worker and, through Optuna's heartbeat, for its running trial."""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+from typing import Any
+
+import optuna
+
+PREFIX = "tuner.worker."
+STOP = "tuner.stop"
+
+
+def worker_id() -> str:
+    return f"{socket.gethostname()}-{os.getpid()}"
+
+
+class Registration:
+    """This worker's record in the study, kept fresh by ``beat``."""
+
+    def __init__(self, study: optuna.Study, gpus: tuple[int, ...], interval_s: float) -> None:
+        self.study, self.interval_s = study, interval_s
+        self.id = worker_id()
+        self.info: dict[str, Any] = {
+            "host": socket.gethostname(), "pid": os.getpid(), "gpus": list(gpus),
+            "started": time.time(), "state": "running", "trial": None, "phase": "idle",
+            "phase_since": time.time()}
+        self.trial_id: int | None = None
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="heartbeat", daemon=True)
+
+    def start(self) -> None:
+        self.beat()
+        self._thread.start()
+
+    def set(self, **changes: Any) -> None:
+        with self._lock:
+            if "phase" in changes and changes["phase"] != self.info.get("phase"):
+                changes.setdefault("phase_since", time.time())
+            self.info.update(changes)
+
+    def beat(self) -> None:
+        with self._lock:
+            info = {**self.info, "heartbeat": time.time()}
+            trial_id = self.trial_id
+        storage = self.study._storage
+        try:
+            storage.set_study_user_attr(self.study._study_id, PREFIX + self.id, info)
+            if trial_id is not None and isinstance(storage, optuna.storages.RDBStorage):
+                storage.record_heartbeat(trial_id)
+        except Exception:  # the storage may be down for a while; the next beat retries
+            pass
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            self.beat()
+
+    def close(self, state: str = "exited") -> None:
+        self._stop.set()
+        self.set(state=state, trial=None, phase="exited")
+        self.trial_id = None
+        self.beat()
+
+
+def stop_requested(study: optuna.Study) -> bool:
+    storage = study._storage
+    return bool(storage.get_study_user_attrs(study._study_id).get(STOP))

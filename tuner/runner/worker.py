@@ -1,0 +1,205 @@
+"""The trial loop: ask -> rules -> server -> benchmark -> stop -> tell, until the budget is
+spent, the time is up, or the user stops it. A worker owns one GPU group. Several workers,
+on one host or many, share a study through its storage; the sampler sees running trials.
+
+Interrupts (Ctrl-C, SIGTERM) stop the server, record the trial as stopped (and enqueue it
+again) and end the worker cleanly. A worker that dies has its trial failed by the storage
+heartbeat (``fail_stale_trials``, run here since ask/tell runs no heartbeat of its own).
+"""
+
+from __future__ import annotations
+
+import signal
+import socket
+import time
+import warnings
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import optuna
+from optuna.trial import TrialState
+
+from tuner import record
+from tuner.runner.measure import Slot, measure
+from tuner.runner.progress import Progress
+from tuner.runner.proposal import Proposal, already_measured, propose
+from tuner.runner.registry import Registration, stop_requested
+from tuner.runner.tell import tell
+from tuner.study import OpenStudy, make_sampler, open_study
+from tuner.study.storage import HEARTBEAT_S
+
+MAX_DUPLICATES_IN_A_ROW = 25
+
+
+@dataclass
+class Summary:
+    told: dict[str, int] = field(default_factory=dict)
+    reason: str = ""
+
+    def add(self, outcome: str) -> None:
+        self.told[outcome] = self.told.get(outcome, 0) + 1
+
+    @property
+    def launched(self) -> int:
+        return sum(v for k, v in self.told.items() if k != record.DUPLICATE)
+
+
+def study_dir(name: str) -> Path:
+    import os
+
+    return Path(os.environ.get("TUNER_HOME", ".tuner")).resolve() / "studies" / name
+
+
+def counted(study: optuna.Study) -> int:
+    """Trials that spend the study's budget: finished or running, not duplicates or stopped."""
+    n = 0
+    for t in study.get_trials(deepcopy=False):
+        outcome = t.user_attrs.get("outcome")
+        if t.state == TrialState.RUNNING:
+            n += 1
+        elif t.state == TrialState.COMPLETE and outcome != record.DUPLICATE:
+            n += 1
+        elif t.state == TrialState.FAIL and outcome != record.STOPPED:
+            n += 1
+    return n
+
+
+def best_line(opened: OpenStudy) -> str:
+    """The best feasible measured value of the first objective so far."""
+    obj = opened.spec.objectives[0]
+    best = None
+    for t in opened.study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
+        if t.user_attrs.get("outcome") != record.MEASURED or any(
+                v > 0 for v in t.constraints.values()):
+            continue
+        v = t.values[0]
+        if best is None or (v > best if obj.direction == "maximize" else v < best):
+            best = v
+    return f"best {obj.metric} {best:,.1f}" if best is not None else "best: -"
+
+
+def _sigterm_as_interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
+class Worker:
+    def __init__(self, study_name: str, storage_url: str, gpus: tuple[int, ...],
+                 n_trials: int | None = None, timeout_s: float | None = None,
+                 progress: Progress | None = None) -> None:
+        self.opened = open_study(study_name, storage_url, heartbeat=True)
+        spec = self.opened.spec
+        self.registration: Registration | None = None
+        seed = None if spec.search.seed is None else spec.search.seed + zlib.crc32(
+            f"{socket.gethostname()}-{gpus}".encode()) % 100_000
+        self.study = optuna.load_study(study_name=study_name, storage=self.opened.study._storage,
+                                       sampler=make_sampler(spec.search.sampler, seed))
+        self.gpus, self.n_trials, self.timeout_s = gpus, n_trials, timeout_s
+        self.slot = Slot(gpus, study_dir(study_name) / "logs", "", socket.gethostname())
+        self.progress = progress or Progress(n_trials or spec.search.n_trials)
+        self.summary = Summary()
+
+    def _done(self, started: float, dup_run: int) -> str | None:
+        spec = self.opened.spec
+        if self.n_trials is not None and self.summary.launched >= self.n_trials:
+            return f"this worker ran its {self.n_trials} trials"
+        if counted(self.study) >= spec.search.n_trials:
+            return f"the study's budget of {spec.search.n_trials} trials is spent"
+        if self.timeout_s is not None and time.monotonic() - started >= self.timeout_s:
+            return f"the worker's time ({self.timeout_s:.0f} s) is up"
+        if dup_run >= MAX_DUPLICATES_IN_A_ROW:
+            return f"{dup_run} proposals in a row repeated measured configurations"
+        if stop_requested(self.study):
+            return "a stop was requested (tuner stop)"
+        return None
+
+    def run(self) -> Summary:
+        previous = signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
+        warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
+        warnings.filterwarnings("ignore", message=".*Heartbeat.*")
+        self.registration = Registration(self.study, self.gpus, HEARTBEAT_S)
+        self.slot = Slot(self.gpus, self.slot.logs, self.registration.id, self.slot.host)
+        self.registration.start()
+        started, dup_run, state = time.monotonic(), 0, "exited"
+        try:
+            while True:
+                reason = self._done(started, dup_run)
+                if reason:
+                    self.summary.reason = reason
+                    break
+                optuna.storages.fail_stale_trials(self.study)
+                outcome = self._one_trial()
+                dup_run = dup_run + 1 if outcome == record.DUPLICATE else 0
+        except KeyboardInterrupt:
+            self.summary.reason, state = "interrupted", "interrupted"
+        finally:
+            self.registration.close(state)
+            signal.signal(signal.SIGTERM, previous)
+        return self.summary
+
+    def _one_trial(self) -> str:
+        trial = self.study.ask(self.opened.space.distributions())
+        reg = self.registration
+        reg.trial_id = trial._trial_id
+        reg.set(trial=trial.number, phase="propose")
+        prop = propose(self.opened.space, trial)
+        base = {**prop.attrs(), "worker": reg.id, "host": self.slot.host}
+        self.progress.begin(trial.number)
+        t0 = time.monotonic()
+
+        def phase(name: str) -> None:
+            reg.set(phase=name)
+            self.progress.set_phase(name)
+
+        try:
+            told = self._decide(trial, prop, base, phase)
+        except KeyboardInterrupt:
+            self._stopped(trial, prop, base)
+            raise
+        if "phases" in told.attrs:
+            ph = dict(told.attrs["phases"])
+            ph["total"] = time.monotonic() - t0
+            ph["overhead"] = max(0.0, ph["total"] - ph.get("start", 0) - ph.get("benchmark", 0)
+                                 - ph.get("stop", 0) - ph.get("gpu_release", 0))
+            told = record.Told(told.state, told.values, told.constraints,
+                               {**told.attrs, "phases": ph})
+        tell(self.study, trial, told)
+        reg.trial_id = None
+        reg.set(trial=None, phase="idle")
+        outcome = told.attrs["outcome"]
+        self.summary.add(outcome)
+        self.progress.end(outcome, _short(told), best_line(self.opened))
+        return outcome
+
+    def _decide(self, trial, prop: Proposal, base: dict, phase) -> record.Told:
+        spec = self.opened.spec
+        if prop.infeasible:
+            return record.infeasible(spec, {"class": "rules", "message": prop.infeasible,
+                                            "log_tail": ""}, base)
+        if not prop.baseline and not spec.search.repeats:
+            seen = already_measured(self.study, prop.flags, trial.number)
+            if seen is not None:
+                return record.duplicate(seen.number, seen.values, seen.constraints,
+                                        seen.user_attrs, base)
+        return measure(spec, prop.flags, prop.launch, trial.number, self.slot, base, phase)
+
+    def _stopped(self, trial, prop: Proposal, base: dict) -> None:
+        """Record the interrupted trial as stopped and queue its configuration again."""
+        try:
+            tell(self.study, trial, record.stopped(base))
+            keep = {k: base[k] for k in ("baseline", "launch", "flags") if k in base}
+            self.study.enqueue_trial(dict(trial.params), user_attrs=keep if prop.baseline
+                                     else None)
+        except Exception as e:  # the storage may be gone; the heartbeat closes the trial
+            self.progress.say(f"tuner: could not record the stopped trial: {e}")
+        self.progress.say(f"trial {trial.number} stopped; its configuration is queued again")
+
+
+def _short(told: record.Told) -> str:
+    m = told.attrs.get("metrics") or {}
+    if told.attrs.get("outcome") in (record.MEASURED, record.DUPLICATE) and m:
+        return (f"{m.get('output_throughput', 0):,.0f} tok/s, p99 ITL "
+                f"{m.get('p99_itl_ms', 0):,.1f} ms")
+    failure = told.attrs.get("failure") or {}
+    return f"{failure.get('class', '')}: {str(failure.get('message', ''))[:120]}"
