@@ -106,6 +106,7 @@ async def _warm_up(base_url: str, model: str, workload: WorkloadSpec,
     warm_spec = dataclasses.replace(workload, seed=workload.seed + WARMUP_SEED_OFFSET)
     plan = ShardPlan(base_url, model, warm_spec, load.endpoint, load.ignore_eos,
                      num_requests=load.warmup_requests, timeout_s=load.request_timeout_s,
+                     http_client=load.http_client,
                      concurrency=min(load.max_concurrency or load.warmup_requests,
                                      load.warmup_requests))
     return (await run_shard(plan)).outputs
@@ -126,7 +127,7 @@ def _plans(base_url: str, model: str, workload: WorkloadSpec, load: LoadSpec) ->
                   num_requests=load.num_requests, duration_s=load.duration_s,
                   arrivals=tuple(shard(arrivals, k, n)) if arrivals is not None else None,
                   concurrency=share_of(load.max_concurrency, k, n),
-                  timeout_s=load.request_timeout_s)
+                  timeout_s=load.request_timeout_s, http_client=load.http_client)
         for k in range(n)
     ]
 

@@ -43,42 +43,48 @@ class RequestOutput:
     scheduled_time: float = 0.0
 
 
-async def consume(stream: AsyncIterable[bytes], parser, clock: Clock, out: RequestOutput) -> None:
-    """Read ``stream`` to its end, timing every token message into ``out``.
+class StreamTimer:
+    """The one streaming loop's body, shared by every endpoint and both HTTP clients: feed it
+    each network read of the response body with the time it arrived.
 
-    ``parser`` has ``feed(bytes) -> int`` and ``flush() -> int`` (content messages completed),
+    ``parser`` has ``feed(bytes) -> int`` and ``flush() -> int`` (token messages completed),
     plus ``completion_tokens``, ``prompt_tokens`` and ``error`` (see ``streams``).
     """
-    st = out.start_time
-    last = st
-    itl = out.itl
-    chunks = 0
-    async for data in stream:
-        t = clock()
-        n = parser.feed(data)
-        for _ in range(n):
-            if chunks:
-                itl.append(t - last)
-            else:
-                out.ttft = t - st
-            chunks += 1
-            last = t
-    n = parser.flush()
-    if n:
-        t = clock()
-        for _ in range(n):
-            if chunks:
-                itl.append(t - last)
-            else:
-                out.ttft = t - st
-            chunks += 1
-            last = t
-    _finish(out, parser, chunks, last - st)
+
+    __slots__ = ("out", "parser", "last", "chunks")
+
+    def __init__(self, out: RequestOutput, parser) -> None:
+        self.out, self.parser = out, parser
+        self.last = out.start_time
+        self.chunks = 0
+
+    def feed(self, t: float, data: bytes) -> None:
+        n = self.parser.feed(data)
+        if n:
+            self._mark(t, n)
+
+    def _mark(self, t: float, n: int) -> None:
+        out = self.out
+        if self.chunks:
+            out.itl.append(t - self.last)
+        else:
+            out.ttft = t - out.start_time
+        if n > 1:  # the other messages of this read arrived together with the first
+            out.itl.extend([0.0] * (n - 1))
+        self.chunks += n
+        self.last = t
+
+    def finish(self, clock: Clock) -> RequestOutput:
+        n = self.parser.flush()
+        if n:
+            self._mark(clock(), n)
+        _finish(self.out, self.parser, self.chunks, self.last - self.out.start_time)
+        return self.out
 
 
 def _finish(out: RequestOutput, parser, chunks: int, latency: float) -> None:
     out.chunks = chunks
-    out.latency = latency
+    out.latency = latency if chunks else 0.0
     if parser.prompt_tokens is not None:
         out.prompt_len = parser.prompt_tokens
     # Without a usage report (the /generate endpoint) each token message counts as a token.
@@ -89,6 +95,14 @@ def _finish(out: RequestOutput, parser, chunks: int, latency: float) -> None:
         out.reason, out.error = "no_content", "the stream carried no token message"
     else:
         out.success = True
+
+
+async def consume(stream: AsyncIterable[bytes], parser, clock: Clock, out: RequestOutput) -> None:
+    """Read ``stream`` to its end, timing every token message into ``out``."""
+    timer = StreamTimer(out, parser)
+    async for data in stream:
+        timer.feed(clock(), data)
+    timer.finish(clock)
 
 
 async def send(session: aiohttp.ClientSession, url: str, body: bytes, parser,

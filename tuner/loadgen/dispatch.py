@@ -20,6 +20,7 @@ import aiohttp
 
 from tuner.loadgen.client import RequestOutput, send
 from tuner.loadgen.endpoints import PARSERS, PATHS, build_body
+from tuner.loadgen.http1 import Client, send_fast
 from tuner.loadgen.lag import LoopLagProbe
 from tuner.loadgen.spec import WorkloadSpec
 from tuner.loadgen.workloads import iter_requests
@@ -41,6 +42,7 @@ class ShardPlan:
     arrivals: tuple[float, ...] | None = None  # this share's offsets; None: not paced
     concurrency: int | None = None
     timeout_s: float = 6 * 3600.0
+    http_client: str = "fast"
 
 
 @dataclass
@@ -89,6 +91,8 @@ async def run_shard(plan: ShardPlan, t0: float | None = None,
     gc.collect()
     gc.freeze()
     cpu0 = time.process_time()
+    path = PATHS[plan.endpoint]
+    http = Client(plan.base_url, plan.timeout_s) if plan.http_client == "fast" else None
     async with session_for(plan.concurrency, plan.timeout_s) as session:
         probe.start()
         t0 = clock() if t0 is None else t0
@@ -102,7 +106,10 @@ async def run_shard(plan: ShardPlan, t0: float | None = None,
             due = now if due is None else due
             out = RequestOutput(index=index, prompt_len=prompt_len, scheduled_time=due)
             result.send_lags.append(max(0.0, now - due))
-            await send(session, url, body, parser_cls(), out, clock)
+            if http is not None:
+                await send_fast(http, path, body, parser_cls(), out, clock)
+            else:
+                await send(session, url, body, parser_cls(), out, clock)
             result.outputs.append(out)
             if on_done is not None:
                 on_done(out)
@@ -114,6 +121,8 @@ async def run_shard(plan: ShardPlan, t0: float | None = None,
         else:
             await asyncio.gather(*(one(item, None) for item in source.items))
         await probe.stop()
+        if http is not None:
+            await http.close()
     result.cpu_s = time.process_time() - cpu0
     result.end_time = clock()
     result.loop_lags = probe.samples

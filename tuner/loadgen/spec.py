@@ -72,6 +72,8 @@ class LoadSpec:
     The run ends after ``num_requests`` or, when ``duration_s`` is set, when no new request
     may start (requests in flight finish and count). ``warmup_requests`` are sent first and
     not counted. A run whose client lag p99 exceeds ``max_client_lag_ms`` is marked invalid.
+    ``http_client`` "fast" (``http1``, the default) or "aiohttp" carries the requests; both
+    feed the same streaming loop.
     """
 
     max_concurrency: int | None = 256
@@ -86,6 +88,7 @@ class LoadSpec:
     max_client_lag_ms: float = 5.0
     request_timeout_s: float = 6 * 3600.0
     metrics_poll_s: float = 0.5
+    http_client: str = "fast"
 
     def __post_init__(self) -> None:
         if self.endpoint not in ENDPOINTS:
@@ -102,6 +105,8 @@ class LoadSpec:
             raise UsageError(f"duration_s {self.duration_s} must be > 0")
         if self.duration_s is not None and math.isinf(self.request_rate) and not self.max_concurrency:
             raise UsageError("a duration with no request rate needs max_concurrency")
+        if self.http_client not in ("fast", "aiohttp"):
+            raise UsageError(f"http_client {self.http_client!r} unknown: use fast or aiohttp")
         if self.warmup_requests < 0 or self.client_processes < 1:
             raise UsageError("warmup_requests must be >= 0 and client_processes >= 1")
 

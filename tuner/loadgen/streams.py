@@ -3,9 +3,10 @@ token and pick out the usage report and any error, without decoding every chunk.
 
 * ``SSEParser``: OpenAI server-sent events (``data: {json}`` messages separated by a blank
   line, ``data: [DONE]`` at the end). A message counts as content when it has a non-empty
-  ``choices`` list, exactly as vLLM's benchmark decides. vLLM writes compact JSON, so a
-  substring test settles the usual token chunk; anything else (usage, errors, other spacing)
-  goes through ``json.loads``.
+  ``choices`` list, exactly as vLLM's benchmark decides. vLLM writes compact JSON, so counting
+  substrings over a whole network read settles the usual case (all token chunks, no usage
+  object); anything else (usage, errors, other spacing) goes message by message through
+  ``json.loads``.
 * ``GenerateParser``: vLLM's plain ``api_server`` ``/generate`` stream, JSON objects
   ``{"text": [...]}`` separated by NUL (older releases) or newline (newer ones). Each object is
   one step's output and counts as one content chunk.
@@ -19,8 +20,7 @@ from __future__ import annotations
 import json
 
 _CHOICES = b'"choices":[{'
-_USAGE = b'"usage"'
-_USAGE_NULL = b'"usage":null'
+_USAGE_OBJ = b'"usage":{'
 
 
 class SSEParser:
@@ -37,21 +37,18 @@ class SSEParser:
         if b"\r" in data:
             data = data.replace(b"\r\n", b"\n")
         buf = self.buf + data if self.buf else data
-        if b"\n\n" not in buf:
+        end = buf.rfind(b"\n\n")
+        if end < 0:
             self.buf = buf
             return 0
-        parts = buf.split(b"\n\n")
-        self.buf = parts.pop()
-        n = 0
-        for msg in parts:
-            # The common vLLM token chunk: decided without decoding.
-            if msg[:6] == b"data: " and _CHOICES in msg and (
-                _USAGE not in msg or _USAGE_NULL in msg
-            ):
-                n += 1
-            else:
-                n += self._message(msg)
-        return n
+        done, self.buf = buf[: end + 2], buf[end + 2:]
+        n = done.count(b"\n\n")
+        # The usual case, decided for the whole read at once: every message is a vLLM token
+        # chunk. JSON escapes quotes inside strings, so these patterns cannot hide in text.
+        if (done.count(_CHOICES) == n and done.count(b"data: ") == n
+                and _USAGE_OBJ not in done and done.startswith(b"data: ")):
+            return n
+        return sum(self._message(msg) for msg in done.split(b"\n\n") if msg)
 
     def flush(self) -> int:
         rest, self.buf = self.buf.strip(), b""

@@ -74,13 +74,14 @@ class _State:
         self.requests += 1
         tokens = prompt if isinstance(prompt, list) else str(prompt).split()
         self.queries += len(tokens)
-        parent = 0
+        parent, hit = 0, True
         for start in range(0, len(tokens) - len(tokens) % BLOCK, BLOCK):
             parent = hash((parent, tuple(tokens[start:start + BLOCK])))
-            if parent not in self.seen_blocks:
+            hit = hit and parent in self.seen_blocks
+            if hit:  # a cached prefix: only full blocks in an unbroken chain from the start
+                self.hits += BLOCK
+            else:
                 self.seen_blocks.add(parent)
-                break
-            self.hits += BLOCK
         every = self.script.preempt_every
         if every and self.requests % every == 0:
             self.preemptions += 1

@@ -1,0 +1,245 @@
+"""A lean HTTP/1.1 client for the streaming requests: the fast path of the load generator.
+
+aiohttp wakes the request's task for every read and decodes each HTTP chunk through several
+layers; at tens of thousands of token messages a second that costs more than one core has.
+Here the socket's ``data_received`` callback does everything in place: it takes the arrival
+time, undoes chunked transfer encoding and hands the payload to the same ``StreamTimer`` that
+the aiohttp path uses, so the timing rules are shared; the request's task wakes only once, when
+the response ends. Connections are kept alive and reused. It speaks just what streaming
+servers answer (``Transfer-Encoding: chunked``, ``Content-Length`` or close-delimited bodies).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import ssl as ssl_module
+from urllib.parse import urlsplit
+
+from tuner.loadgen.client import Clock, RequestOutput, StreamTimer
+
+MAX_HEAD = 64 * 1024
+MAX_ERROR_BODY = 2048
+
+
+class HTTPError(Exception):
+    """The server answered in a way the client cannot read."""
+
+
+class _Response:
+    """Parses one response as bytes arrive; resolves ``done`` when it has ended."""
+
+    def __init__(self, timer: StreamTimer, clock: Clock, done: asyncio.Future) -> None:
+        self.timer, self.clock, self.done = timer, clock, done
+        self.head = b""
+        self.status = 0
+        self.reason = ""
+        self.mode = ""  # "chunked", "length" or "close"
+        self.remaining = 0  # bytes left: body ("length") or current chunk incl. its CRLF
+        self.pending = b""  # unparsed chunk framing
+        self.error_body = b""
+        self.keep_alive = True
+        self.received = False
+
+    def feed(self, data: bytes) -> None:
+        t = self.clock()
+        self.received = True
+        if not self.status:
+            data = self._head(data)
+            if data is None or self.done.done():
+                return
+        if self.mode == "chunked":
+            payload, ended = self._dechunk(data)
+        elif self.mode == "length":
+            payload = data[: self.remaining]
+            self.remaining -= len(payload)
+            ended = self.remaining == 0
+        else:
+            payload, ended = data, False
+        if payload:
+            if self.status == 200:
+                self.timer.feed(t, payload)
+            elif len(self.error_body) < MAX_ERROR_BODY:
+                self.error_body += payload
+        if ended:
+            self._end()
+
+    def lost(self, exc: Exception | None) -> None:
+        if self.done.done():
+            return
+        if self.status and self.mode == "close":
+            self.keep_alive = False
+            self._end()
+        else:
+            self.done.set_exception(exc or ConnectionResetError("server closed the connection"))
+
+    def _end(self) -> None:
+        if not self.done.done():
+            if self.status == 200:
+                self.timer.finish(self.clock)
+            self.done.set_result(None)
+
+    def _head(self, data: bytes) -> bytes | None:
+        head = (self.head + data).lstrip(b"\r\n")
+        end = head.find(b"\r\n\r\n")
+        if end < 0:
+            self.head = head
+            if len(head) > MAX_HEAD:
+                self.done.set_exception(HTTPError("response head too large"))
+            return None
+        lines = head[:end].decode("latin-1").split("\r\n")
+        parts = lines[0].split(" ", 2)
+        try:
+            self.status = int(parts[1])
+        except (IndexError, ValueError):
+            self.done.set_exception(HTTPError(f"bad status line {lines[0]!r}"))
+            return None
+        self.reason = parts[2] if len(parts) > 2 else ""
+        headers = {}
+        for line in lines[1:]:
+            name, _, value = line.partition(":")
+            headers[name.strip().lower()] = value.strip().lower()
+        self.keep_alive = headers.get("connection") != "close" and parts[0] == "HTTP/1.1"
+        if "chunked" in headers.get("transfer-encoding", ""):
+            self.mode = "chunked"
+        elif "content-length" in headers:
+            self.mode, self.remaining = "length", int(headers["content-length"])
+            if self.remaining == 0:
+                self._end()
+        else:
+            self.mode, self.keep_alive = "close", False
+        return head[end + 4:]
+
+    def _dechunk(self, data: bytes) -> tuple[bytes, bool]:
+        """Strip chunked framing; returns (payload bytes, whether the last chunk was seen)."""
+        buf = self.pending + data if self.pending else data
+        out, pos, size = [], 0, len(buf)
+        while pos < size:
+            if self.remaining > 2:  # inside a chunk's data
+                take = min(self.remaining - 2, size - pos)
+                out.append(buf[pos:pos + take])
+                pos += take
+                self.remaining -= take
+                continue
+            if self.remaining:  # the CRLF after a chunk's data
+                if size - pos < self.remaining:
+                    break
+                pos += self.remaining
+                self.remaining = 0
+                continue
+            eol = buf.find(b"\r\n", pos)
+            if eol < 0:
+                break
+            length = int(buf[pos:eol].split(b";", 1)[0], 16)
+            if length == 0:  # last chunk; no trailers expected, the rest is ignored
+                self.pending = b""
+                return b"".join(out), True
+            pos, self.remaining = eol + 2, length + 2
+        self.pending = buf[pos:]
+        return b"".join(out), False
+
+
+class _Connection(asyncio.Protocol):
+    def __init__(self) -> None:
+        self.transport: asyncio.Transport | None = None
+        self.response: _Response | None = None
+        self.closed = False
+
+    def connection_made(self, transport) -> None:
+        self.transport = transport
+        sock = transport.get_extra_info("socket")
+        if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def data_received(self, data: bytes) -> None:
+        if self.response is not None:
+            self.response.feed(data)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        if self.response is not None:
+            self.response.lost(exc)
+
+
+class Client:
+    """Keep-alive connections to one server, for streaming POSTs."""
+
+    def __init__(self, base_url: str, timeout_s: float = 6 * 3600.0) -> None:
+        parts = urlsplit(base_url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"not an http(s) URL: {base_url!r}")
+        self.host = parts.hostname
+        self.port = parts.port or (443 if parts.scheme == "https" else 80)
+        self.prefix = parts.path.rstrip("/")
+        self.ssl = ssl_module.create_default_context() if parts.scheme == "https" else None
+        self.timeout_s = timeout_s
+        self.idle: list[_Connection] = []
+        self.host_header = f"{self.host}:{self.port}".encode()
+
+    async def close(self) -> None:
+        for conn in self.idle:
+            if conn.transport is not None:
+                conn.transport.close()
+        self.idle.clear()
+
+    async def _connect(self) -> tuple[_Connection, bool]:
+        while self.idle:
+            conn = self.idle.pop()
+            if not conn.closed:
+                return conn, True
+        loop = asyncio.get_running_loop()
+        _, conn = await loop.create_connection(_Connection, self.host, self.port, ssl=self.ssl)
+        return conn, False
+
+    async def post_stream(self, path: str, body: bytes, timer: StreamTimer, clock: Clock,
+                          ) -> tuple[int, str, bytes]:
+        """POST ``body``; a 200 reply streams into ``timer``. Returns (status, reason, body of
+        a non-200 reply). Raises OSError, TimeoutError or HTTPError when no answer came."""
+        head = (b"POST " + (self.prefix + path).encode() + b" HTTP/1.1\r\nHost: " +
+                self.host_header + b"\r\nContent-Type: application/json\r\nAccept: */*\r\n"
+                b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n")
+        for attempt in (0, 1):
+            conn, reused = await self._connect()
+            done = asyncio.get_running_loop().create_future()
+            response = conn.response = _Response(timer, clock, done)
+            conn.transport.write(head + body)
+            try:
+                await asyncio.wait_for(done, self.timeout_s)
+            except TimeoutError:
+                conn.transport.close()
+                raise
+            except (ConnectionError, OSError):
+                # A kept-alive connection the server had closed: send once more on a new one.
+                if reused and not response.received and attempt == 0:
+                    continue
+                raise
+            except BaseException:
+                conn.transport.close()
+                raise
+            finally:
+                conn.response = None
+            if response.keep_alive and not conn.closed:
+                self.idle.append(conn)
+            else:
+                conn.transport.close()
+            return response.status, response.reason, response.error_body
+        raise AssertionError("unreachable")
+
+
+async def send_fast(client: Client, path: str, body: bytes, parser, out: RequestOutput,
+                    clock: Clock) -> RequestOutput:
+    """As ``client.send`` but over ``Client``: a failed request is data, never an exception."""
+    out.start_time = clock()
+    try:
+        status, reason, detail = await client.post_stream(path, body, StreamTimer(out, parser),
+                                                          clock)
+        if status != 200:
+            out.reason = f"http_{status}"
+            out.error = f"HTTP {status} {reason}: {detail[:300].decode(errors='replace')}"
+    except asyncio.CancelledError:
+        raise
+    except Exception as e:  # any failure of one request is data, not the run's end
+        out.success = False
+        out.reason = type(e).__name__
+        out.error = f"{type(e).__name__}: {e}"
+    return out
