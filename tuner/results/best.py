@@ -1,0 +1,90 @@
+"""The best configuration under limits (pure).
+
+Limits are upper bounds on metrics: the study's SLOs plus those a user adds
+(``--max-itl-p99``, ``--max-ttft-p99``). Among measured trials that meet every limit, the
+best by the preferred objective wins (ties: the other objective, then the earlier trial).
+When none meets them, the closest trial is the one with the smallest total relative
+violation: the sum over limits of max(0, value - limit) / limit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from tuner.results.pareto import Goal, unique_configs, vector
+from tuner.results.records import TrialRecord
+
+Prefer = Literal["throughput", "latency"]
+DEFAULT_METRIC = {"throughput": ("output_throughput", "maximize"),
+                  "latency": ("p99_itl_ms", "minimize")}
+
+
+@dataclass(frozen=True)
+class Pick:
+    """The winner (None when nothing meets the limits) and, if so, the closest trial."""
+
+    best: TrialRecord | None
+    limits: Mapping[str, float]
+    metric: str
+    direction: str
+    closest: TrialRecord | None = None
+    excess: Mapping[str, float] = field(default_factory=dict)  # closest's violated limits
+
+
+def limits_for(slo: Mapping[str, float], max_itl_p99: float | None = None,
+               max_ttft_p99: float | None = None) -> dict[str, float]:
+    """The study's SLOs tightened by the user's limits (the smaller bound wins)."""
+    out = dict(slo)
+    for metric, value in (("p99_itl_ms", max_itl_p99), ("p99_ttft_ms", max_ttft_p99)):
+        if value is not None:
+            out[metric] = min(value, out.get(metric, value))
+    return out
+
+
+def preferred(goals: Sequence[Goal], prefer: Prefer) -> tuple[str, str]:
+    """(metric, direction) to rank by: the study's first objective of that kind."""
+    want = "maximize" if prefer == "throughput" else "minimize"
+    for g in goals:
+        if g.direction == want:
+            return g.metric, g.direction
+    return DEFAULT_METRIC[prefer]
+
+
+def excess(r: TrialRecord, limits: Mapping[str, float]) -> dict[str, float]:
+    """Relative excess per violated limit (a missing metric counts as 1.0)."""
+    out = {}
+    for metric, limit in limits.items():
+        v = r.metric(metric)
+        if v is None:
+            out[metric] = 1.0
+        elif v > limit:
+            out[metric] = (v - limit) / limit
+    return out
+
+
+def pick_best(records: Sequence[TrialRecord], goals: Sequence[Goal],
+              limits: Mapping[str, float], prefer: Prefer = "throughput") -> Pick:
+    """The best measured trial meeting ``limits``; see the module docstring."""
+    metric, direction = preferred(goals, prefer)
+    pool = [r for r in unique_configs([r for r in records if r.measured])
+            if r.metric(metric) is not None]
+    meeting = [r for r in pool if not excess(r, limits)]
+    if meeting:
+        return Pick(min(meeting, key=lambda r: _rank(r, metric, direction, goals)),
+                    dict(limits), metric, direction)
+    if not pool:
+        return Pick(None, dict(limits), metric, direction)
+    closest = min(pool, key=lambda r: (sum(excess(r, limits).values()),
+                                       _rank(r, metric, direction, goals)))
+    return Pick(None, dict(limits), metric, direction, closest, excess(closest, limits))
+
+
+def _rank(r: TrialRecord, metric: str, direction: str,
+          goals: Sequence[Goal]) -> tuple[float, ...]:
+    sign = -1.0 if direction == "maximize" else 1.0
+    others = vector(r, [g for g in goals if g.metric != metric]) or ()
+    rest = tuple(-v if g.direction == "maximize" else v
+                 for v, g in zip(others, [g for g in goals if g.metric != metric]))
+    return (sign * r.metric(metric), *rest, float(r.number))

@@ -1,0 +1,71 @@
+"""Pareto selection over trial records (pure).
+
+Objectives are the study's (``spec.objectives``: a metric and a direction). Only measured,
+feasible trials compete: started, every SLO met. A duplicate copies another trial's
+measurement and repeated configurations (``search.repeats``) are listed once, under the
+first trial that measured them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from tuner import record
+from tuner.results.records import TrialRecord
+
+
+class Goal(Protocol):
+    """What the results need of an objective (``tuner.study.spec.Objective`` fits)."""
+
+    metric: str
+    direction: str
+
+
+def vector(r: TrialRecord, goals: Sequence[Goal]) -> tuple[float, ...] | None:
+    """The trial's objective values (from its metrics), None when one is missing."""
+    out = []
+    for g in goals:
+        v = r.metric(g.metric)
+        if v is None:
+            return None
+        out.append(v)
+    return tuple(out)
+
+
+def minimised(values: Sequence[float], goals: Sequence[Goal]) -> tuple[float, ...]:
+    """Values turned so that smaller is better on every axis."""
+    return tuple(-v if g.direction == "maximize" else v for v, g in zip(values, goals))
+
+
+def dominates(a: Sequence[float], b: Sequence[float], goals: Sequence[Goal]) -> bool:
+    """``a`` is no worse than ``b`` on every objective and better on one."""
+    ma, mb = minimised(a, goals), minimised(b, goals)
+    return all(x <= y for x, y in zip(ma, mb)) and any(x < y for x, y in zip(ma, mb))
+
+
+def unique_configs(records: Sequence[TrialRecord]) -> list[TrialRecord]:
+    """The first record of each distinct effective configuration, in the given order."""
+    seen: set[str] = set()
+    out = []
+    for r in sorted(records, key=lambda r: r.number):
+        key = record.flags_key(r.flags)
+        if key not in seen:
+            seen.add(key)
+            out.append(r)
+    return out
+
+
+def candidates(records: Sequence[TrialRecord], goals: Sequence[Goal]) -> list[TrialRecord]:
+    """Measured, feasible trials with every objective's metric, one per configuration."""
+    ok = [r for r in records if r.measured and r.feasible and vector(r, goals) is not None]
+    return unique_configs(ok)
+
+
+def pareto_front(records: Sequence[TrialRecord], goals: Sequence[Goal]) -> list[TrialRecord]:
+    """The non-dominated candidates, best first on the first objective."""
+    cands = candidates(records, goals)
+    vecs = {r.number: vector(r, goals) for r in cands}
+    front = [r for r in cands
+             if not any(dominates(vecs[o.number], vecs[r.number], goals) for o in cands)]
+    return sorted(front, key=lambda r: (minimised(vecs[r.number], goals), r.number))

@@ -1,0 +1,67 @@
+"""Text tables for the terminal (pure): the Pareto front and one-line trial summaries."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from tuner.results.flagdiff import flag_words
+from tuner.results.gains import format_gains
+from tuner.results.summary import Row, Summary
+
+COLUMNS = (("output_throughput", "TOK/S", "{:,.0f}"), ("median_itl_ms", "P50 ITL", "{:.1f}"),
+           ("p99_itl_ms", "P99 ITL", "{:.1f}"), ("p99_ttft_ms", "P99 TTFT", "{:,.0f}"))
+
+
+def _fmt(value: float | None, pattern: str) -> str:
+    return "-" if value is None else pattern.format(value)
+
+
+def label(r: Row) -> str:
+    """'7' or '0 [default]' (baselines marked)."""
+    n = str(r.record.number)
+    return f"{n} [{r.record.baseline}]" if r.record.baseline else n
+
+
+def metric_columns(summary: Summary) -> list[tuple[str, str, str]]:
+    """The fixed columns plus any objective not among them."""
+    cols = list(COLUMNS)
+    known = {c[0] for c in cols}
+    cols += [(o.metric, o.metric.upper(), "{:,.2f}") for o in summary.spec.objectives
+             if o.metric not in known]
+    return cols
+
+
+def front_table(summary: Summary, rows: Sequence[Row] | None = None) -> str:
+    """The Pareto front as an aligned table; flags that differ from vLLM's defaults last."""
+    rows = list(summary.front if rows is None else rows)
+    cols = metric_columns(summary)
+    gain_head = "GAIN " + "/".join(o.metric.split("_")[0] if o.metric.endswith("throughput")
+                                   else o.metric.removesuffix("_ms")
+                                   for o in summary.spec.objectives)
+    head = ["TRIAL", *(c[1] for c in cols), "SLOS", gain_head, "FLAGS (vs vLLM default)"]
+    body = [[label(r), *(_fmt(r.record.metric(m), p) for m, _, p in cols),
+             "met" if r.slos_met else "MISSED", format_gains(dict(r.gains)),
+             flag_words(r.changed)] for r in rows]
+    widths = [max(len(str(x)) for x in col) for col in zip(head, *body)]
+    lines = []
+    for line in [head, *body]:
+        cells = [str(c).rjust(w) if 0 < i < len(head) - 1 else str(c).ljust(w)
+                 for i, (c, w) in enumerate(zip(line, widths))]
+        lines.append("  ".join(cells).rstrip())
+    return "\n".join(lines)
+
+
+def pareto_text(summary: Summary) -> str:
+    """The `tuner pareto` output: header, table, the default baseline for reference."""
+    objectives = ", ".join(f"{o.direction} {o.metric}" for o in summary.spec.objectives)
+    out = [f"study {summary.name}: {len(summary.front)} Pareto-optimal of "
+           f"{summary.counts_line} ({objectives}; SLOs: "
+           f"{dict(summary.environment)['SLOs']})", "", front_table(summary)]
+    d = summary.default
+    if d is None:
+        out += ["", "default baseline: not measured yet (gains need it)"]
+    elif all(r.record.number != d.record.number for r in summary.front):
+        out += ["", "default baseline, for reference:", front_table(summary, [d])]
+    out += ["", "GAIN: percent better than vLLM's default on each objective "
+                "(more throughput, less latency: both positive)."]
+    return "\n".join(out)

@@ -1,0 +1,212 @@
+"""Stored studies for tests: realistic trial records without running a server.
+
+``make_study(storage_url, kind)`` creates a study from a study spec (``create_study``,
+which enqueues the three baselines), asks trials with a seeded random sampler, puts each
+proposal through the rule set as the runner does, and tells it with ``tuner.record``'s
+outcomes. The metrics come from a small, plausible model of vLLM serving Llama-3-8B on an
+H200 (random 1024 in / 128 out at concurrency 256): a larger token budget buys throughput
+and costs inter-token latency, chunked prefill lowers it, eager mode costs speed, a high
+memory share with many sequences runs out of memory. It is a fixture, not a simulator.
+
+The ``mixed`` study also gets a few hand-picked configurations (as a converging sampler
+would propose them) that beat the default baseline, so that it has a real front and gains.
+While a fixture is written the database does not wait for the disk on each commit
+(SQLite ``synchronous=OFF``, PostgreSQL ``synchronous_commit=off`` on the builder's own
+connections): the stored rows are the same, only their durability differs.
+
+Kinds:
+    ``mixed``        baselines measured, then measured, infeasible, one duplicate and one
+                     failed trial; the default baseline misses the ITL SLO
+    ``empty``        created: the baselines are queued, nothing has run
+    ``only-failed``  every trial crashed during its benchmark
+    ``no-slo-met``   everything measured, no trial meets the study's SLOs
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import random
+from collections.abc import Iterator
+from typing import Any, Mapping
+
+import optuna
+import sqlalchemy
+from sqlalchemy import event
+
+from tuner import record
+from tuner.runner.tell import tell
+from tuner.space import SearchSpace, flags_argv, repair
+from tuner.study import OpenStudy, StudySpec, create_study, open_study
+from tuner.study.spec import ModelSection, SLOSection, WorkloadSection
+
+KINDS = ("mixed", "empty", "only-failed", "no-slo-met")
+MODEL_PATH = "/models/llama3-8b"
+
+
+def study_spec(name: str, p99_itl_ms: float = 150.0, p99_ttft_ms: float = 3000.0) -> StudySpec:
+    """A Llama-3-8B on H200 study with two objectives and two SLOs."""
+    return StudySpec(
+        name=name, description="fixture: Llama-3-8B on an H200, random 1024/128",
+        model=ModelSection(path=MODEL_PATH, served_name="llama3-8b", dtype="bfloat16",
+                           context_len=8192, num_attention_heads=32, vocab_size=128256),
+        workload=WorkloadSection(input_len=1024, output_len=128, max_concurrency=256),
+        slo=SLOSection(p99_itl_ms=p99_itl_ms, p99_ttft_ms=p99_ttft_ms))
+
+
+def metrics_for(flags: Mapping[str, Any], rng: random.Random) -> dict[str, float]:
+    """vLLM benchmark metrics (its names) for a configuration, with 2 % noise."""
+    budget, seqs = flags["max_num_batched_tokens"], flags["max_num_seqs"]
+    conc = min(256, seqs)
+    noise = lambda: rng.gauss(1.0, 0.02)  # noqa: E731
+    f_budget = min(1.3, max(0.6, 1 + 0.12 * math.log2(budget / 8192)))
+    thr = (3860.0 * (conc / 256) ** 0.6 * f_budget * (0.85 if flags["enforce_eager"] else 1.0)
+           * (1 + (flags["gpu_memory_utilization"] - 0.9) * 1.5)
+           * (1.05 if flags["kv_cache_dtype"] == "fp8" else 1.0) * noise())
+    itl = (25 * (conc / 256) ** 0.5 + budget / 8192 * 170
+           * (1.0 if flags["enable_chunked_prefill"] else 1.4)) * (
+        1.1 if flags["enforce_eager"] else 1.0) * noise()
+    ttft = (200 + 256 * 1024 / budget * 8) * noise()
+    out = {"output_throughput": thr, "request_throughput": thr / 128,
+           "total_token_throughput": thr * 1152 / 128, "completed": 1000.0, "failed": 0.0}
+    for name, p99, med in (("itl", itl, itl * 0.35), ("ttft", ttft, ttft * 0.4),
+                           ("tpot", itl * 0.8, itl * 0.3), ("e2el", ttft + 128 * itl * 0.4,
+                                                            ttft * 0.4 + 128 * itl * 0.3)):
+        out.update({f"mean_{name}_ms": med * 1.1, f"median_{name}_ms": med,
+                    f"p90_{name}_ms": (med + p99) / 2, f"p99_{name}_ms": p99})
+    return out
+
+
+def _command(spec: StudySpec, launch: Mapping[str, Any]) -> list[str]:
+    return ["python3", "-m", "vllm.entrypoints.openai.api_server", "--model", spec.model.path,
+            "--served-model-name", str(spec.model.served_name), "--port", "8000",
+            *flags_argv(launch), "--load-format", "dummy"]
+
+
+def _propose(space: SearchSpace, trial: optuna.Trial) -> tuple[dict, dict, str | None]:
+    """(attrs, flags, infeasible reason) as the runner's proposal step makes them."""
+    a = trial.user_attrs
+    if "baseline" in a:
+        return {"baseline": a["baseline"], "flags": a["flags"], "launch": a["launch"]}, \
+            dict(a["flags"]), None
+    fixed = repair(space, space.complete(trial.params))
+    attrs: dict[str, Any] = {"flags": dict(fixed.flags), "launch": dict(fixed.flags)}
+    if fixed.fixed_rules:
+        attrs["repaired"] = list(fixed.fixed_rules)
+    return attrs, dict(fixed.flags), fixed.infeasible
+
+
+def _run_attrs(spec: StudySpec, attrs: dict, n: int) -> dict:
+    return {**attrs, "command": _command(spec, attrs["launch"]), "engine": "vllm",
+            "host": "gpu-host-1", "worker": "gpu-host-1-0", "vllm_version": "0.24.0",
+            "gpu_name": "NVIDIA H200", "phases": {"start": 52.0 + n % 5, "benchmark": 41.0}}
+
+
+def _told(kind: str, spec: StudySpec, attrs: dict, flags: dict, infeasible: str | None,
+          i: int, rng: random.Random) -> record.Told:
+    if infeasible:
+        return record.infeasible(spec, {"class": "rules", "message": infeasible,
+                                        "log_tail": ""}, attrs)
+    attrs = _run_attrs(spec, attrs, i)
+    if kind == "only-failed" or (kind == "mixed" and i == 10):
+        return record.failed({"class": "crashed", "message": "engine exited with code -9 "
+                              "during the benchmark", "log_tail": "Killed"}, attrs)
+    if (flags["gpu_memory_utilization"] >= 0.93 and not flags["enforce_eager"]
+            and flags["max_num_seqs"] > 512 and "baseline" not in attrs):
+        return record.infeasible(spec, {"class": "oom", "message": "CUDA out of memory while "
+                                        "capturing CUDA graphs", "log_tail": "OOM"}, attrs)
+    kv = int(920_192 * flags["gpu_memory_utilization"] / 0.9)
+    return record.measured(spec, metrics_for(flags, rng), {**attrs, "kv_cache_tokens": kv})
+
+
+# What a converging search proposes on this model: chunked prefill with a budget below the
+# default, a high memory share, an fp8 KV cache. The first two beat the default baseline;
+# the third runs out of memory (infeasible).
+GOOD = (
+    {"max_num_batched_tokens": 5120, "max_model_len": 2048, "gpu_memory_utilization": 0.95,
+     "enable_prefix_caching": False, "enable_chunked_prefill": True, "enforce_eager": False,
+     "max_num_seqs": 512, "block_size": 16, "kv_cache_dtype": "fp8"},
+    {"max_num_batched_tokens": 3072, "max_model_len": 2048, "gpu_memory_utilization": 0.94,
+     "enable_prefix_caching": False, "enable_chunked_prefill": True, "enforce_eager": False,
+     "max_num_seqs": 384, "block_size": 16, "kv_cache_dtype": "fp8"},
+    {"max_num_batched_tokens": 12288, "max_model_len": 4096, "gpu_memory_utilization": 0.95,
+     "enable_prefix_caching": False, "enable_chunked_prefill": True, "enforce_eager": False,
+     "max_num_seqs": 1024, "block_size": 16, "kv_cache_dtype": "fp8"},
+)
+
+
+@contextlib.contextmanager
+def _fast_commits() -> Iterator[None]:
+    """Connections opened inside do not wait for the disk on commit (fixture data only)."""
+    def on_connect(dbapi_conn, _record) -> None:
+        cur = dbapi_conn.cursor()
+        if "sqlite" in type(dbapi_conn).__module__:
+            cur.execute("PRAGMA synchronous=OFF")
+        else:
+            cur.execute("SET synchronous_commit TO OFF")
+        cur.close()
+        if "sqlite" not in type(dbapi_conn).__module__:
+            dbapi_conn.commit()
+
+    event.listen(sqlalchemy.engine.Engine, "connect", on_connect)
+    try:
+        yield
+    finally:
+        event.remove(sqlalchemy.engine.Engine, "connect", on_connect)
+
+
+def make_study(storage_url: str, kind: str = "mixed", n: int = 12, seed: int = 0,
+               name: str | None = None, in_progress: bool = False) -> OpenStudy:
+    """Create and fill a study of ``kind`` (see the module docstring) with ``n`` told trials
+    (the three baselines first); ``in_progress`` leaves one more trial running."""
+    if kind not in KINDS:
+        raise ValueError(f"unknown kind {kind!r}; choose one of {', '.join(KINDS)}")
+    with _fast_commits():
+        opened = _build(storage_url, kind, n, seed, name, in_progress)
+    return open_study(opened.spec.name, storage_url)
+
+
+def _build(storage_url: str, kind: str, n: int, seed: int, name: str | None,
+           in_progress: bool) -> OpenStudy:
+    spec = study_spec(name or f"fixture-{kind}", p99_itl_ms=10.0 if kind == "no-slo-met"
+                      else 150.0)
+    opened, _ = create_study(spec, storage_url)
+    if kind == "empty":
+        return opened
+    study = optuna.load_study(study_name=spec.name, storage=opened.study._storage,
+                              sampler=optuna.samplers.RandomSampler(seed=seed))
+    rng = random.Random(seed)
+    dists = opened.space.distributions()
+    first_sampled: optuna.trial.FrozenTrial | None = None
+    if kind == "mixed":
+        names = [p.name for p in opened.space.params]
+        for good in GOOD:
+            study.enqueue_trial({k: good[k] for k in names})
+    for i in range(n):
+        if kind == "mixed" and i == 8 and first_sampled is not None:
+            study.enqueue_trial(dict(first_sampled.params))
+        trial = study.ask(dists)
+        attrs, flags, infeasible = _propose(opened.space, trial)
+        seen = _already_measured(study, flags, trial.number)
+        if seen is not None and kind != "only-failed":
+            told = record.duplicate(seen.number, seen.values, seen.constraints,
+                                    seen.user_attrs, attrs)
+        else:
+            told = _told(kind, spec, attrs, flags, infeasible, i, rng)
+        tell(study, trial, told)
+        done = study._storage.get_trial(trial._trial_id)
+        if first_sampled is None and "baseline" not in attrs and \
+                done.user_attrs.get("outcome") == record.MEASURED:
+            first_sampled = done
+    if in_progress:
+        study.ask(dists)
+    return opened
+
+
+def _already_measured(study: optuna.Study, flags: Mapping[str, Any], exclude: int):
+    key = record.flags_key(flags)
+    for t in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,)):
+        if t.number != exclude and t.user_attrs.get("outcome") == record.MEASURED and \
+                record.flags_key(t.user_attrs.get("flags", {})) == key:
+            return t
+    return None
