@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+import sys
 
 import pytest
 
@@ -131,3 +132,34 @@ def test_bad_shapes_say_what_to_choose(tmp_path):
 def test_build_tokenizer_is_deterministic():
     a = build_tokenizer(SHAPES["tiny"]).to_str()
     assert a == build_tokenizer(SHAPES["tiny"]).to_str()
+
+
+def _run_cli(argv, capsys):
+    """`tuner model ...` through the module's own parser (as tuner.cli.main wires it)."""
+    from tuner.cli import _Parser, model
+    from tuner.errors import TunerError
+
+    parser = _Parser(prog="tuner")
+    model.register(parser.add_subparsers(dest="command", parser_class=_Parser))
+    args = parser.parse_args(argv)
+    try:
+        code = args.func(args)
+    except TunerError as e:
+        code = e.exit_code
+        print(f"tuner: error: {e}", file=sys.stderr)
+    return code, capsys.readouterr()
+
+
+def test_cli_model_make_writes_the_folder(tmp_path, capsys):
+    code, out = _run_cli(["model", "make", str(tmp_path / "m"), "--shape", "tiny"], capsys)
+    assert code == 0
+    assert out.out.strip() == str(tmp_path / "m")
+    assert "--load-format dummy" in out.err
+    assert json.loads((tmp_path / "m" / "config.json").read_text())["vocab_size"] == 1024
+
+
+def test_cli_model_make_unwritable_folder_is_a_usage_error(tmp_path, capsys):
+    (tmp_path / "file").write_text("")
+    code, out = _run_cli(["model", "make", str(tmp_path / "file" / "m")], capsys)
+    assert code == 2
+    assert "cannot write" in out.err and "writable folder" in out.err
