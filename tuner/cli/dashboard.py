@@ -1,0 +1,54 @@
+"""`tuner dashboard [STUDY] [--storage URL] [--host 127.0.0.1] [--port 8080]`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import optuna
+
+from tuner.cli.study import add_storage_flag
+from tuner.errors import UsageError
+from tuner.study import mask, open_storage, open_study, resolve_url
+from tuner.study.store import SPEC
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "dashboard", help="serve optuna-dashboard on a storage, with tuner's figures")
+    p.add_argument("study", nargs="?", help="a study to prepare the figures of (default: "
+                                            "every tuner study in the storage)")
+    add_storage_flag(p)
+    p.add_argument("--host", default="127.0.0.1",
+                   help="address to bind (default 127.0.0.1: this machine only)")
+    p.add_argument("--port", type=int, default=8080, help="port (default 8080)")
+    p.set_defaults(func=_dashboard)
+
+
+def _say(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def _dashboard(args: argparse.Namespace) -> int:
+    from tuner.results.dashboard import publish, serve
+
+    if not 0 < args.port < 65536:
+        raise UsageError(f"--port {args.port}: give a port between 1 and 65535")
+    url = resolve_url(args.storage)
+    storage = open_storage(url)
+    if args.study:
+        names = [args.study]
+    else:
+        names = [s.study_name for s in optuna.get_all_study_summaries(storage)
+                 if SPEC in s.user_attrs]
+    path = "/dashboard/"
+    for name in names:
+        opened = open_study(name, url)
+        publish(opened, _say)
+        if args.study:
+            path = f"/dashboard/studies/{opened.study._study_id}"
+    host = f"[{args.host}]" if ":" in args.host else args.host
+    _say(f"tuner: optuna-dashboard on {mask(url)} at http://{host}:{args.port}{path} "
+         "(Ctrl-C stops it)")
+    serve(storage, args.host, args.port)
+    return 0

@@ -1,0 +1,87 @@
+"""The report's figures as PNG files (matplotlib, Agg backend: no display needed)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tuner.results.plotdata import front_line, pareto_data
+from tuner.results.summary import Summary
+
+COLOURS = {"front": "#d62728", "feasible": "#1f77b4", "missed-slo": "#b0b0b0"}
+LABELS = {"front": "Pareto-optimal", "feasible": "meets the SLOs", "missed-slo": "misses an SLO"}
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def pareto_png(s: Summary, path: Path) -> Path:
+    plt = _pyplot()
+    data = pareto_data(s)
+    fig, ax = plt.subplots(figsize=(7.5, 5), dpi=110)
+    for kind in ("missed-slo", "feasible", "front"):
+        pts = [p for p in data.points if p.kind == kind]
+        if pts:
+            ax.scatter([p.x for p in pts], [p.y for p in pts], c=COLOURS[kind], s=36,
+                       label=LABELS[kind], zorder=3, edgecolors="white", linewidths=0.5)
+    line = front_line(data)
+    if len(line) > 1:
+        ax.plot(*zip(*line), color=COLOURS["front"], lw=1, zorder=2)
+    for p in data.points:
+        text = f"#{p.number}" + (f" {p.baseline}" if p.baseline else "")
+        ax.annotate(text, (p.x, p.y), textcoords="offset points", xytext=(4, 4), fontsize=7)
+    if data.x_limit is not None:
+        ax.axvline(data.x_limit, color="#2ca02c", ls="--", lw=1, label=f"SLO {data.x_limit:g}")
+    if data.y_limit is not None:
+        ax.axhline(data.y_limit, color="#2ca02c", ls=":", lw=1, label=f"SLO {data.y_limit:g}")
+    ax.set_xlabel(data.x_label)
+    ax.set_ylabel(data.y_label)
+    ax.set_title(f"Pareto front of {s.name}")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="best")
+    return _save(plt, fig, path)
+
+
+def hypervolume_png(s: Summary, path: Path) -> Path:
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(7.5, 3.5), dpi=110)
+    if s.hypervolume:
+        xs, ys = zip(*s.hypervolume)
+        ax.step(xs, ys, where="post", color="#9467bd")
+        ax.scatter(xs, ys, s=10, color="#9467bd")
+    ax.set_xlabel("trial")
+    ax.set_ylabel("hypervolume")
+    ax.set_title(f"Hypervolume over trials (reference: {s.reference_label})", fontsize=9)
+    ax.grid(alpha=0.3)
+    return _save(plt, fig, path)
+
+
+def effects_png(s: Summary, path: Path) -> Path:
+    plt = _pyplot()
+    effects = list(s.effects)
+    goals = s.spec.objectives
+    fig, ax = plt.subplots(figsize=(7.5, 0.45 * max(len(effects), 2) + 1.2), dpi=110)
+    height = 0.8 / max(len(goals), 1)
+    for i, g in enumerate(goals):
+        ys = [k + i * height for k in range(len(effects))]
+        ax.barh(ys, [e.spread_pct[i] for e in effects], height=height, label=g.metric)
+    ax.set_yticks([k + 0.4 - height / 2 for k in range(len(effects))])
+    ax.set_yticklabels([e.name for e in effects], fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel("spread of the group means, % of the overall mean")
+    ax.set_title("Which flags matter (measured configurations)", fontsize=10)
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3, axis="x")
+    return _save(plt, fig, path)
+
+
+def _save(plt, fig, path: Path) -> Path:
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path
