@@ -110,23 +110,30 @@ def to_simulated_time(metrics: dict[str, float], time_scale: float) -> dict[str,
 
 
 def noise_estimate(outputs: Sequence[RequestOutput]) -> dict[str, float]:
-    """Run-to-run noise seen inside one run: split the successful requests by start time into
-    halves and give the relative difference |a-b|/mean(a,b) of output throughput (each half's
-    tokens over its own span) and of p99 ITL between them."""
-    ok = sorted((o for o in outputs if o.success), key=lambda o: o.start_time)
+    """Run-to-run noise seen inside one run: the steady part of the run (from its first token
+    to the last request's start, after which load only drains) is cut into two halves by time;
+    each half's output rate (token messages in it over its length) and p99 ITL (of the tokens
+    in it) are compared as |a-b|/mean(a,b)."""
+    ok = [o for o in outputs if o.success and o.chunks]
     if len(ok) < 4:
         return {}
-    halves = ok[: len(ok) // 2], ok[len(ok) // 2:]
-    tput, p99 = [], []
-    for half in halves:
-        span = max(o.start_time + o.latency for o in half) - min(o.start_time for o in half)
-        tput.append(sum(o.output_tokens or 1 for o in half) / span if span > 0 else 0.0)
-        itl = [x for o in half for x in o.itl]
-        p99.append(float(np.percentile(itl, 99)) if itl else 0.0)
-    return {"output_throughput_rel_diff": _rel(*tput), "p99_itl_rel_diff": _rel(*p99),
-            "halves": 2}
+    stamps = [o.start_time + o.ttft + np.concatenate(([0.0], np.cumsum(o.itl))) for o in ok]
+    times = np.concatenate(stamps)
+    itl_times = np.concatenate([s[1:] for s in stamps])
+    itls = np.concatenate([np.asarray(o.itl, dtype=float) for o in ok])
+    t_a, t_b = times.min(), max(o.start_time for o in ok)
+    if t_b - t_a <= 0:  # everything started at once: use the whole run
+        t_b = times.max()
+    mid = (t_a + t_b) / 2
+    rate, p99 = [], []
+    for lo, hi in ((t_a, mid), (mid, t_b)):
+        rate.append(np.count_nonzero((times >= lo) & (times < hi)) / (hi - lo) if hi > lo else 0)
+        window = itls[(itl_times >= lo) & (itl_times < hi)]
+        p99.append(float(np.percentile(window, 99)) if window.size else 0.0)
+    return {"output_throughput_rel_diff": _rel(*rate), "p99_itl_rel_diff": _rel(*p99),
+            "window_s": float(t_b - t_a)}
 
 
 def _rel(a: float, b: float) -> float:
     mean = (a + b) / 2
-    return abs(a - b) / mean if mean > 0 else 0.0
+    return float(abs(a - b) / mean) if mean > 0 else 0.0

@@ -8,6 +8,8 @@ absolute deadlines so timer error does not accumulate; it streams exactly ``max_
 tokens. Every ``fail_every``-th request answers HTTP 500, every ``abort_every``-th has its
 connection cut halfway, every ``error_every``-th sends an error message halfway (as vLLM does
 when the engine fails mid-stream). Every ``preempt_every``-th request counts a preemption.
+``/metrics`` also reports how late the server itself wrote tokens (``fake:token_lateness_*``):
+a busy machine makes the fake miss its script, and tests can tell.
 
 Run it as a process (what tests do: real HTTP, real sockets)::
 
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
 import json
 import os
 import signal
@@ -68,6 +71,7 @@ class _State:
         self.running = 0
         self.kv_tokens = 0
         self.seen_blocks: set[int] = set()
+        self.lateness: collections.deque[float] = collections.deque(maxlen=100_000)
 
     def admit(self, prompt: object) -> tuple[int, int]:
         """Count the request; returns its 1-based index and prompt length."""
@@ -90,7 +94,10 @@ class _State:
     def metrics_text(self) -> str:
         labels = f'{{engine="0",model_name="{self.script.model}"}}'
         usage = min(1.0, self.kv_tokens / self.script.kv_capacity_tokens)
-        return "".join(f"# TYPE vllm:{name} {kind}\nvllm:{name}{labels} {value}\n" for name, kind,
+        late = sorted(self.lateness) or [0.0]
+        own = (f"fake:token_lateness_p50_ms {1000 * late[len(late) // 2]}\n"
+               f"fake:token_lateness_p99_ms {1000 * late[int(len(late) * 0.99)]}\n")
+        return own + "".join(f"# TYPE vllm:{name} {kind}\nvllm:{name}{labels} {value}\n" for name, kind,
                        value in (("num_preemptions_total", "counter", float(self.preemptions)),
                                  ("prefix_cache_queries_total", "counter", float(self.queries)),
                                  ("prefix_cache_hits_total", "counter", float(self.hits)),
@@ -170,6 +177,7 @@ async def _tokens(request: web.Request, resp: web.StreamResponse, kind: str, ind
                 due += itl[(k - 1) % len(itl)]
             if (delay := due - loop.time()) > 0:
                 await asyncio.sleep(delay)
+            state.lateness.append(loop.time() - due)
             if k == n // 2 and script.abort_every and index % script.abort_every == 0:
                 request.transport.abort()
                 return k

@@ -1,0 +1,176 @@
+"""The load generator against the scripted fake server: real processes, real HTTP on loopback."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import subprocess
+import sys
+import urllib.request
+
+import numpy as np
+import pytest
+
+from tuner.loadgen import SLO, LoadSpec, WorkloadSpec, run_benchmark
+from tuner.loadgen.arrivals import arrivals_within
+from tuner.loadgen.workloads import take
+from tuner.testing.fake_server import FakeScript, FakeServer
+
+pytestmark = pytest.mark.integration
+
+SMALL = WorkloadSpec(input_len=32, output_len=8, vocab_size=1000)
+
+
+def bench(url: str, workload: WorkloadSpec = SMALL, slo: SLO | None = None, **load):
+    load.setdefault("warmup_requests", 0)
+    load.setdefault("max_client_lag_ms", 1000.0)
+    return asyncio.run(run_benchmark(url, "fake-model", workload, LoadSpec(**load), slo=slo))
+
+
+@pytest.fixture(scope="module")
+def server():
+    with FakeServer(FakeScript(ttft_ms=10, itl_ms=(2,))) as s:
+        yield s
+
+
+def test_ttft_and_itl_match_the_script_at_64_concurrent_streams():
+    ttft_ms, itl_ms, n_out = 30.0, 10.0, 32
+    per_request_s = (ttft_ms + (n_out - 1) * itl_ms) / 1000
+    with FakeServer(FakeScript(ttft_ms=ttft_ms, itl_ms=(itl_ms,))) as s:
+        # Evenly spaced arrivals keep 64 streams open without a burst of simultaneous sends.
+        r = bench(s.url, WorkloadSpec(input_len=64, output_len=n_out, vocab_size=1000),
+                  max_concurrency=None, request_rate=64 / per_request_s,
+                  burstiness=math.inf, num_requests=320, warmup_requests=64,
+                  max_client_lag_ms=5.0)
+        with urllib.request.urlopen(s.url + "/metrics") as resp:
+            server_late_ms = float(resp.read().decode().split("fake:token_lateness_p50_ms ")[1]
+                                   .split()[0])
+    # The precondition of a timing check: neither side was starved of CPU (other work on the
+    # machine). The client judges itself; the fake reports how late it wrote its tokens.
+    if not r.valid or server_late_ms > 0.6:
+        pytest.skip(f"machine too busy to judge timing: client {r.invalid_reason}, "
+                    f"server tokens late by {server_late_ms:.2f} ms at p50")
+    m = r.metrics
+    assert m["completed"] == 320 and m["failed"] == 0
+    assert abs(m["median_ttft_ms"] - ttft_ms) < 2.0, m
+    assert abs(m["mean_ttft_ms"] - ttft_ms) < 2.0, m
+    assert abs(m["median_itl_ms"] - itl_ms) < 2.0, m
+    assert abs(m["mean_itl_ms"] - itl_ms) < 2.0, m
+    assert abs(m["median_tpot_ms"] - itl_ms) < 2.0, m
+    assert m["total_output_tokens"] == 320 * n_out
+
+
+@pytest.mark.parametrize("http_client, cut", [("fast", "ConnectionResetError"),
+                                              ("aiohttp", "ClientPayloadError")])
+def test_failed_requests_are_data_with_their_reasons(http_client, cut):
+    script = FakeScript(ttft_ms=2, itl_ms=(1,), fail_every=10, abort_every=7, error_every=9)
+    with FakeServer(script) as s:
+        r = bench(s.url, max_concurrency=1, num_requests=60, http_client=http_client)
+    expected: dict[str, int] = {}
+    for i in range(1, 61):  # the server numbers requests from 1 in arrival order
+        reason = ("http_500" if i % 10 == 0 else cut if i % 7 == 0
+                  else "stream_error" if i % 9 == 0 else None)
+        if reason:
+            expected[reason] = expected.get(reason, 0) + 1
+    assert r.failures == expected
+    assert r.metrics["failed"] == sum(expected.values())
+    assert r.metrics["completed"] == 60 - sum(expected.values())
+    assert r.valid  # failures do not make the client's measurement untrustworthy
+    assert any("scripted" in e for e in r.errors)
+
+
+def test_server_metric_deltas_are_read():
+    workload = WorkloadSpec(kind="shared-prefix", num_prefixes=2, prefix_len=64, input_len=16,
+                            output_len=4, vocab_size=1000, seed=1)
+    with FakeServer(FakeScript(ttft_ms=5, itl_ms=(5,), preempt_every=5)) as s:
+        r = bench(s.url, workload, max_concurrency=4, num_requests=40, metrics_poll_s=0.02)
+    distinct = len({req.segments[0][1][:64] for req in take(workload, 40)})
+    assert r.server["preemptions"] == 8
+    assert r.server["prefix_cache_queries"] == 40 * 80
+    assert r.server["prefix_cache_hits"] == (40 - distinct) * 64
+    assert 0 < r.server["kv_cache_usage_peak"] <= 1
+
+
+def test_a_server_without_metrics_reports_them_absent():
+    with FakeServer(FakeScript(ttft_ms=2, itl_ms=(1,), metrics=False)) as s:
+        r = bench(s.url, max_concurrency=4, num_requests=8)
+    assert r.server == {} and r.metrics["completed"] == 8
+
+
+@pytest.mark.parametrize("endpoint", ["completions", "chat", "generate"])
+@pytest.mark.parametrize("http_client", ["fast", "aiohttp"])
+def test_every_endpoint_streams_exact_output_lengths(server, endpoint, http_client):
+    workload = WorkloadSpec(input_len=16, output_len=12, range_ratio=0.5, vocab_size=1000)
+    r = bench(server.url, workload, max_concurrency=8, num_requests=24, endpoint=endpoint,
+              http_client=http_client, warmup_requests=2)
+    assert r.failures == {} and r.metrics["completed"] == 24
+    assert r.metrics["total_output_tokens"] == sum(q.output_len for q in take(workload, 24))
+    if endpoint != "chat":  # chat prompts are words: the server counts its own tokens
+        assert r.metrics["total_input_tokens"] == sum(q.prompt_len for q in take(workload, 24))
+    assert json.loads(json.dumps(r.to_dict()))["metrics"]["completed"] == 24
+
+
+def test_generate_with_newline_separators():
+    with FakeServer(FakeScript(ttft_ms=2, itl_ms=(1,), generate_sep="\n")) as s:
+        r = bench(s.url, max_concurrency=4, num_requests=8, endpoint="generate")
+    assert r.metrics["completed"] == 8 and r.metrics["total_output_tokens"] == 64
+
+
+def test_client_processes_share_the_requests_and_merge(server):
+    r = bench(server.url, max_concurrency=8, num_requests=40, client_processes=2,
+              warmup_requests=2)
+    assert r.metrics["completed"] == 40 and r.client["processes"] == 2
+    assert r.client["chunks"] == 40 * 8
+
+
+def test_paced_arrivals_within_a_duration(server):
+    r = bench(server.url, max_concurrency=None, request_rate=40.0, duration_s=0.5)
+    assert r.metrics["completed"] == len(arrivals_within(0.5, 40.0, 1.0, SMALL.seed))
+    assert r.client["send_lag_p99_ms"] < 1000
+
+
+def test_closed_loop_within_a_duration_stops_starting_requests(server):
+    r = bench(server.url, max_concurrency=2, duration_s=0.3, num_requests=0)
+    assert r.metrics["completed"] > 2
+    assert r.metrics["duration"] < 0.3 + 1.0
+
+
+def test_goodput_and_time_scale_against_the_script(server):
+    r = bench(server.url, max_concurrency=4, num_requests=16, slo=SLO(ttft_p99_ms=0.001))
+    assert r.metrics["goodput"] == 0.0 and r.metrics["slo_met"] == 0.0
+    r = bench(server.url, max_concurrency=4, num_requests=16, slo=SLO(e2el_ms=10_000))
+    assert r.metrics["goodput"] == r.metrics["request_throughput"]
+
+
+def test_noise_and_client_view_are_reported(server):
+    r = bench(server.url, max_concurrency=4, num_requests=32)
+    assert set(r.noise) >= {"output_throughput_rel_diff", "p99_itl_rel_diff"}
+    assert {"send_lag_p99_ms", "loop_lag_p99_ms", "cpu_util_max"} <= set(r.client)
+    assert np.isfinite(r.noise["output_throughput_rel_diff"])
+
+
+def _tuner(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "tuner", "bench", *args],
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_cli_runs_alone_against_a_server_and_writes_json(server, tmp_path):
+    out = tmp_path / "r.json"
+    p = _tuner("--url", server.url, "--num-requests", "20", "--input-len", "16",
+               "--output-len", "4", "--vocab-size", "1000", "--max-concurrency", "4",
+               "--json", str(out), "--slo-itl-ms", "1000")
+    assert p.returncode == 0, p.stderr
+    assert "Serving Benchmark Result" in p.stdout and "Median ITL (ms)" in p.stdout
+    assert "20/20 requests" in p.stderr
+    data = json.loads(out.read_text())
+    assert data["metrics"]["completed"] == 20 and data["config"]["load"]["max_concurrency"] == 4
+
+
+def test_cli_errors_say_what_to_fix():
+    p = _tuner("--url", "localhost:1")
+    assert p.returncode == 2 and "must start with http://" in p.stderr
+    p = _tuner("--url", "http://127.0.0.1:1", "--range-ratio", "1.5")
+    assert p.returncode == 2 and "range_ratio" in p.stderr
+    p = _tuner("--url", "http://127.0.0.1:1", "--no-progress")
+    assert p.returncode == 1 and "cannot read the model name" in p.stderr
