@@ -1,0 +1,111 @@
+"""`tuner sim serve` (a `vllm serve` stand-in) and `tuner sim grid` (the model's true front)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from tuner.errors import UsageError
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "sim", help="the simulated vLLM engine (a model, not a measurement)",
+        description="A simulated vLLM engine: a model of vLLM's scheduler and memory, not a "
+                    "measurement.")
+    sub = parser.add_subparsers(dest="sim_command", metavar="SIM_COMMAND")
+    sub.required = True
+    from tuner.sim.serveargs import add_serve_flags
+
+    serve = sub.add_parser("serve", help="serve like `vllm serve` (same flags) on a simulated GPU")
+    add_serve_flags(serve)
+    serve.set_defaults(func=_serve)
+
+    grid = sub.add_parser("grid", help="evaluate the model over a grid of flags offline and "
+                                       "write the true Pareto front as JSON")
+    grid.add_argument("--model", required=True, help="model folder with a config.json")
+    grid.add_argument("--gpu", default="h200")
+    grid.add_argument("--concurrency", type=int, default=256)
+    grid.add_argument("--num-requests", type=int, default=1000)
+    grid.add_argument("--input-len", type=int, default=1024)
+    grid.add_argument("--output-len", type=int, default=128)
+    grid.add_argument("--range-ratio", type=float, default=0.0)
+    grid.add_argument("--num-prefixes", type=int, default=0)
+    grid.add_argument("--prefix-len", type=int, default=0)
+    grid.add_argument("--seed", type=int, default=0)
+    grid.add_argument("--axis", action="append", default=[], metavar="NAME=V1,V2,...",
+                      help="replace one axis of the default grid (repeatable)")
+    grid.add_argument("--processes", type=int, default=0, help="worker processes (0: all cores)")
+    grid.add_argument("--out", required=True, help="JSON file to write")
+    grid.set_defaults(func=_grid)
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from tuner.sim.server import serve
+
+    if not (args.model or args.model_tag):
+        raise UsageError("no model: pass --model DIR (a folder with a config.json)")
+    return serve(args)
+
+
+def _value(text: str):
+    low = text.strip().lower()
+    if low in ("true", "false"):
+        return low == "true"
+    for cast in (int, float):
+        try:
+            return cast(text)
+        except ValueError:
+            pass
+    return text.strip()
+
+
+def _axes(specs: list[str]) -> dict:
+    from tuner.sim.config import FLAG_NAMES
+    from tuner.sim.grid import DEFAULT_AXES
+
+    axes = dict(DEFAULT_AXES)
+    for spec in specs:
+        name, sep, values = spec.partition("=")
+        if not sep or name not in FLAG_NAMES or not values:
+            raise UsageError(f"--axis {spec!r}: write NAME=V1,V2 with NAME one of {', '.join(FLAG_NAMES)}")
+        axes[name] = tuple(_value(v) for v in values.split(","))
+    return axes
+
+
+def _grid(args: argparse.Namespace) -> int:
+    from tuner.sim.grid import evaluate_grid, grid_points, pareto_front
+    from tuner.sim.profiles import load_gpu
+    from tuner.sim.shape import load_shape
+    from tuner.sim.workload import SimWorkload
+
+    shape, gpu = load_shape(args.model), load_gpu(args.gpu)
+    workload = SimWorkload(args.concurrency, args.num_requests, args.input_len, args.output_len,
+                           args.range_ratio, args.num_prefixes, args.prefix_len, args.seed)
+    points = grid_points(_axes(args.axis))
+    t0 = time.monotonic()
+
+    def progress(done: int, total: int) -> None:
+        if done % 50 == 0 or done == total:
+            rate = done / max(1e-9, time.monotonic() - t0) * 60
+            print(f"\rtuner sim grid: {done}/{total} configurations ({rate:,.0f}/min)",
+                  end="" if done < total else "\n", file=sys.stderr, flush=True)
+
+    outcomes = evaluate_grid(points, shape, gpu, workload, args.processes or None, progress)
+    elapsed = time.monotonic() - t0
+    front = pareto_front(outcomes)
+    doc = {
+        "note": "tuner.sim model output, not a measurement",
+        "gpu": args.gpu, "model": str(args.model), "workload": workload.__dict__,
+        "configurations": len(outcomes), "started": sum(o.started for o in outcomes),
+        "seconds": round(elapsed, 2), "objectives": {"output_throughput": "max", "p99_itl_ms": "min"},
+        "pareto_front": [o.to_dict() for o in front],
+        "outcomes": [o.to_dict() for o in outcomes],
+    }
+    Path(args.out).write_text(json.dumps(doc, indent=1))
+    print(f"wrote {args.out}: {len(front)} Pareto-optimal of {len(outcomes)} configurations "
+          f"in {elapsed:.0f} s", file=sys.stderr)
+    return 0

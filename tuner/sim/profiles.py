@@ -1,0 +1,98 @@
+"""GPU profiles and engine constants, read from ``profiles.toml`` (each value with its source)."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+from tuner.errors import UsageError
+
+PROFILES_FILE = Path(__file__).with_name("profiles.toml")
+MIB = 1 << 20
+GIB = 1 << 30
+
+
+@dataclass(frozen=True)
+class GpuProfile:
+    """One GPU model: memory, dense tensor throughput, bandwidths, vLLM's batch defaults."""
+
+    key: str
+    name: str
+    memory_total_mib: int  # what NVML (nvidia-smi) reports
+    bf16_tflops: float
+    fp8_tflops: float
+    memory_bandwidth_gbps: float
+    interconnect_gbps: float
+    default_max_num_batched_tokens: int
+    default_max_num_seqs: int
+    driver_reserved_mib: int
+
+    @property
+    def torch_total_bytes(self) -> int:
+        """Total memory as torch.cuda.mem_get_info reports it (vLLM's `total_memory`)."""
+        return (self.memory_total_mib - self.driver_reserved_mib) * MIB
+
+
+@dataclass(frozen=True)
+class EngineConstants:
+    """Modelling constants of the engine itself (see profiles.toml for their sources)."""
+
+    compute_efficiency: float
+    bandwidth_efficiency: float
+    step_overhead_ms: float
+    per_sequence_overhead_us: float
+    eager_launch_us_per_layer: float
+    graph_launch_us_per_layer: float
+    max_cudagraph_capture_size: int
+    cudagraph_pool_gib_8b: float
+    cudagraph_in_kv_budget: bool
+    non_torch_gib: float
+    non_torch_gib_per_extra_rank: float
+    activation_hidden_multiple: float
+    sampler_bytes_per_logit: float
+    allreduce_latency_us: float
+    driver_reserved_mib: int
+
+
+@lru_cache(maxsize=4)
+def _load(path: str) -> dict[str, Any]:
+    with open(path, "rb") as f:
+        return tomllib.load(f)
+
+
+def _values(table: dict[str, Any]) -> dict[str, Any]:
+    return {k: v["value"] for k, v in table.items()}
+
+
+def sources(path: Path = PROFILES_FILE) -> dict[str, dict[str, str]]:
+    """Every constant's source, by section ("engine", "gpu.h200", ...) and name."""
+    data = _load(str(path))
+    out = {"engine": {k: v["source"] for k, v in data["engine"].items()}}
+    for key, table in data["gpu"].items():
+        out[f"gpu.{key}"] = {k: v["source"] for k, v in table.items()}
+    return out
+
+
+def gpu_names(path: Path = PROFILES_FILE) -> list[str]:
+    return sorted(_load(str(path))["gpu"])
+
+
+def engine_constants(path: Path = PROFILES_FILE) -> EngineConstants:
+    return EngineConstants(**_values(_load(str(path))["engine"]))
+
+
+def load_gpu(key: str, path: Path = PROFILES_FILE) -> GpuProfile:
+    """The profile named ``key`` (h200, h100, a100-80g, l4); UsageError if unknown."""
+    data = _load(str(path))
+    if key not in data["gpu"]:
+        raise UsageError(f"unknown GPU {key!r}: choose one of {', '.join(gpu_names(path))}")
+    reserved = data["engine"]["driver_reserved_mib"]["value"]
+    return GpuProfile(key=key, driver_reserved_mib=reserved, **_values(data["gpu"][key]))

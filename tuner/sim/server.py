@@ -1,0 +1,212 @@
+"""The HTTP front of the simulated engine: vLLM's OpenAI-compatible routes on aiohttp.
+
+``serve(args)`` is `tuner sim serve`: read the model's config.json, make vLLM's start checks
+(refusals exit 1 with vLLM's message on stderr), print vLLM's startup lines, then serve until
+SIGINT/SIGTERM. Token timing comes from ``RealtimeEngine``; nothing here sleeps.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import signal
+import sys
+import time
+from collections import deque
+from pathlib import Path
+
+from aiohttp import web
+
+from tuner.sim import openai
+from tuner.sim.config import resolve
+from tuner.sim.core import EngineCore
+from tuner.sim.engine import RealtimeEngine
+from tuner.sim.memory import MemoryPlan
+from tuner.sim.metrics import metrics_text
+from tuner.sim.profiles import engine_constants, load_gpu
+from tuner.sim.serveargs import engine_flags
+from tuner.sim.shape import load_shape
+from tuner.sim.startup import StartFailure, check_start, startup_lines
+
+VLLM_VERSION = "0.24.0"
+KEY = web.AppKey("sim", dict)
+
+
+def _log(line: str) -> None:
+    print(f"INFO {time.strftime('%m-%d %H:%M:%S')} [tuner.sim] {line}", flush=True)
+
+
+async def _health(request: web.Request) -> web.Response:
+    sim = request.app[KEY]
+    return web.Response(headers={"X-Tuner-Sim-Time-Scale": str(sim["engine"].time_scale)})
+
+
+async def _version(request: web.Request) -> web.Response:
+    sim = request.app[KEY]
+    return web.json_response({"version": VLLM_VERSION, "simulated": True,
+                              "time_scale": sim["engine"].time_scale, "gpu": sim["gpu"]})
+
+
+async def _models(request: web.Request) -> web.Response:
+    sim = request.app[KEY]
+    return web.json_response({"object": "list", "data": [{
+        "id": sim["name"], "object": "model", "created": sim["created"], "owned_by": "vllm",
+        "root": sim["root"], "parent": None, "max_model_len": sim["core"].cfg.max_model_len}]})
+
+
+async def _metrics(request: web.Request) -> web.Response:
+    sim = request.app[KEY]
+    return web.Response(text=metrics_text(sim["core"], sim["name"]),
+                        content_type="text/plain", charset="utf-8")
+
+
+async def _trace(request: web.Request) -> web.Response:
+    sim = request.app[KEY]
+    return web.json_response({"time_scale": sim["engine"].time_scale,
+                              "requests": list(sim["trace"])})
+
+
+def _handler(kind: str):
+    async def handle(request: web.Request) -> web.StreamResponse:
+        sim = request.app[KEY]
+        try:
+            body = await request.json()
+            req = openai.parse(kind, body)
+            if req.model is not None and req.model != sim["name"] and kind != "generate":
+                return web.Response(status=404, content_type="application/json",
+                                    body=openai.error_body(f"The model `{req.model}` does not exist.",
+                                                           404, "NotFoundError"))
+            openai.check_length(req, sim["core"].cfg.max_model_len)
+        except (ValueError, openai.BadRequest) as e:
+            return web.Response(status=400, body=openai.error_body(str(e), 400),
+                                content_type="application/json")
+        return await _generate(request, sim, req)
+    return handle
+
+
+async def _generate(request: web.Request, sim: dict, req: openai.ParsedRequest) -> web.StreamResponse:
+    engine: RealtimeEngine = sim["engine"]
+    cfg = sim["core"].cfg
+    hashes = openai.hashes_for(req, cfg.block_size, cfg.enable_prefix_caching)
+    job = engine.submit(len(req.token_ids), req.max_tokens, hashes)
+    queue: asyncio.Queue = job.handle
+    fmt = openai.StreamFormat(req, sim["name"])
+    due: list[float] | None = [] if sim["trace"] is not None else None
+    try:
+        if not req.stream:
+            ev = await queue.get()
+            while not ev.finished:
+                ev = await queue.get()
+            return web.json_response(openai.full_response(req, sim["name"], ev.index))
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream",
+                                           "Cache-Control": "no-cache"})
+        await resp.prepare(request)
+        first = True
+        while True:
+            ev = await queue.get()
+            data = fmt.chunk(ev.index, ev.finished)
+            if first:
+                data, first = fmt.first + data, False
+            if due is not None:
+                due.append(ev.due)
+            if ev.finished:
+                data += fmt.tail(ev.index)
+            await resp.write(data)
+            if ev.finished:
+                break
+        await resp.write_eof()
+        if due is not None:
+            sim["trace"].append({"prompt_head": req.token_ids[:8], "due": due})
+        return resp
+    except (asyncio.CancelledError, ConnectionResetError):
+        engine.abort(job)
+        raise
+
+
+def build_app(core: EngineCore, engine: RealtimeEngine, name: str, root: str, gpu: str,
+              trace: bool = False) -> web.Application:
+    app = web.Application(client_max_size=64 * 1024 * 1024)
+    app[KEY] = {"core": core, "engine": engine, "name": name, "root": root, "gpu": gpu,
+                "created": int(time.time()), "trace": deque(maxlen=100_000) if trace else None}
+    app.router.add_get("/health", _health)
+    app.router.add_get("/ping", _health)
+    app.router.add_get("/version", _version)
+    app.router.add_get("/v1/models", _models)
+    app.router.add_get("/metrics", _metrics)
+    app.router.add_get("/sim/trace", _trace)
+    app.router.add_post("/v1/completions", _handler("completions"))
+    app.router.add_post("/v1/chat/completions", _handler("chat"))
+    app.router.add_post("/generate", _handler("generate"))
+
+    async def lifecycle(app: web.Application):
+        engine.start()
+        yield
+        await engine.stop()
+
+    app.cleanup_ctx.append(lifecycle)
+    return app
+
+
+def prepare(args) -> tuple[EngineCore, MemoryPlan] | StartFailure:
+    """Everything vLLM does before it listens: read the model, resolve flags, check memory."""
+    model_dir = args.model or args.model_tag
+    shape = load_shape(model_dir)
+    gpu = load_gpu(args.gpu)
+    consts = engine_constants()
+    cfg = resolve(engine_flags(args), shape, gpu)
+    started = check_start(cfg, shape, gpu, consts)
+    if isinstance(started, StartFailure):
+        return started
+    if args.num_gpu_blocks_override:
+        started = MemoryPlan(**{**started.__dict__, "num_blocks": args.num_gpu_blocks_override})
+    _log(f"non-default args and resolved config: {cfg}")
+    for line in startup_lines(cfg, gpu, started):
+        _log(line)
+    return EngineCore(cfg, shape, gpu, consts, started), started
+
+
+async def _serve(args, core: EngineCore) -> None:
+    model_dir = args.model or args.model_tag
+    name = (args.served_model_name or [model_dir])[0]
+    engine = RealtimeEngine(core, args.time_scale)
+    app = build_app(core, engine, name, str(model_dir), args.gpu, args.sim_trace)
+    runner = web.AppRunner(app, access_log=None, handle_signals=False)
+    await runner.setup()
+    site = web.TCPSite(runner, args.host, args.port, backlog=1024)
+    await site.start()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    print(f"INFO:     Started server process (simulated engine, time scale {args.time_scale:g})",
+          flush=True)
+    print("INFO:     Application startup complete.", flush=True)
+    print(f"INFO:     Uvicorn running on http://{args.host}:{args.port} (Press CTRL+C to quit)",
+          flush=True)
+    await stop.wait()
+    print("INFO:     Shutting down", flush=True)
+    await runner.cleanup()
+
+
+def _refusal(failure: StartFailure) -> str:
+    """stderr of a refused start: the argument error, or the engine core's failure."""
+    if failure.kind == "invalid_config":
+        return f"Traceback (most recent call last):\n{failure.message}"
+    return (f"ERROR {time.strftime('%m-%d %H:%M:%S')} [core.py] EngineCore failed to start.\n"
+            f"Traceback (most recent call last):\n{failure.message}\n"
+            "RuntimeError: Engine core initialization failed. See root cause above. "
+            "Failed core proc(s): {}")
+
+
+def serve(args) -> int:
+    """Run the simulated server until a signal; 1 if vLLM would have refused to start."""
+    _log("simulated vLLM engine (tuner.sim): timings come from a model, not a GPU")
+    prepared = prepare(args)
+    if isinstance(prepared, StartFailure):
+        print(_refusal(prepared), file=sys.stderr, flush=True)
+        return 1
+    core, _ = prepared
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(_serve(args, core))
+    return 0

@@ -1,0 +1,102 @@
+"""How long one engine step takes on the GPU: a roofline plus fixed overheads (pure).
+
+    compute = 2 x params x tokens (+ lm_head for each sampled token) + attention
+              (4 x layers x heads x head_dim x context, per token), split over tp ranks
+    memory  = weights read once + KV read for every token's context + KV written
+    time    = max(compute / (peak x efficiency), memory / (bandwidth x efficiency))
+              + all-reduce (2 per layer with tp > 1) + per-step and per-sequence CPU time
+              + kernel launches (cut by CUDA graphs for batches up to the capture size)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tuner.sim.config import EngineConfig, weight_dtype_bytes
+from tuner.sim.profiles import EngineConstants, GpuProfile
+from tuner.sim.shape import ModelShape
+
+
+@dataclass(frozen=True)
+class StepCoefficients:
+    """Per-configuration constants, computed once so a step costs a few multiplications."""
+
+    flops_per_token: float  # linear layers, per rank
+    flops_per_logit: float  # lm_head, per sampled token, per rank
+    attn_flops_per_ctx: float  # per token and context position, per rank
+    weight_bytes: float  # per rank
+    kv_bytes_per_token: float  # per rank
+    flops_per_s: float
+    bytes_per_s: float
+    allreduce_s_per_token: float
+    allreduce_fixed_s: float
+    overhead_s: float
+    per_seq_s: float
+    launch_graph_s: float
+    launch_eager_s: float
+    capture_size: int
+
+
+def coefficients(cfg: EngineConfig, shape: ModelShape, gpu: GpuProfile,
+                 k: EngineConstants) -> StepCoefficients:
+    tp = cfg.tensor_parallel_size
+    layers = shape.num_hidden_layers
+    act_bytes = weight_dtype_bytes(cfg, shape)
+    ar_fixed = ar_per_token = 0.0
+    if tp > 1:
+        link = gpu.interconnect_gbps * 1e9
+        ar_fixed = 2 * layers * k.allreduce_latency_us * 1e-6
+        ar_per_token = 2 * layers * shape.hidden_size * act_bytes * 2 * (tp - 1) / tp / link
+    eager = cfg.enforce_eager
+    return StepCoefficients(
+        flops_per_token=2.0 * layers * shape.layer_params() / tp,
+        flops_per_logit=2.0 * shape.hidden_size * shape.vocab_size / tp,
+        attn_flops_per_ctx=4.0 * layers * shape.hidden_size / tp,
+        weight_bytes=shape.weight_bytes(tp, act_bytes),
+        kv_bytes_per_token=shape.kv_bytes_per_token(tp, cfg.kv_cache_dtype),
+        flops_per_s=gpu.bf16_tflops * 1e12 * k.compute_efficiency,
+        bytes_per_s=gpu.memory_bandwidth_gbps * 1e9 * k.bandwidth_efficiency,
+        allreduce_s_per_token=ar_per_token,
+        allreduce_fixed_s=ar_fixed,
+        overhead_s=k.step_overhead_ms * 1e-3,
+        per_seq_s=k.per_sequence_overhead_us * 1e-6,
+        launch_graph_s=layers * (k.eager_launch_us_per_layer if eager
+                                 else k.graph_launch_us_per_layer) * 1e-6,
+        launch_eager_s=layers * k.eager_launch_us_per_layer * 1e-6,
+        capture_size=0 if eager else min(k.max_cudagraph_capture_size, 2 * cfg.max_num_seqs),
+    )
+
+
+def step_seconds(c: StepCoefficients, num_tokens: int, num_seqs: int, num_logits: int,
+                 attn_ctx: float, kv_read_tokens: float) -> float:
+    """Duration of one step.
+
+    ``attn_ctx``: sum over scheduled tokens of the context each attends to;
+    ``kv_read_tokens``: sum over scheduled requests of the tokens of KV read.
+    """
+    if num_tokens <= 0:
+        return 0.0
+    flops = c.flops_per_token * num_tokens + c.flops_per_logit * num_logits \
+        + c.attn_flops_per_ctx * attn_ctx
+    moved = c.weight_bytes + c.kv_bytes_per_token * (kv_read_tokens + num_tokens)
+    gpu = max(flops / c.flops_per_s, moved / c.bytes_per_s)
+    comm = c.allreduce_fixed_s + c.allreduce_s_per_token * num_tokens if c.allreduce_fixed_s else 0.0
+    launch = c.launch_graph_s if num_tokens <= c.capture_size else c.launch_eager_s
+    return gpu + comm + launch + c.overhead_s + c.per_seq_s * num_seqs
+
+
+def step_inputs(work) -> tuple[int, int, int, float, float]:
+    """(tokens, seqs, logits, attention context, KV tokens read) of a scheduler step's work.
+
+    ``work`` yields (tokens, context before, emits a token) per scheduled request.
+    """
+    tokens = logits = 0
+    attn = kv = 0.0
+    seqs = 0
+    for n, ctx, emits in work:
+        seqs += 1
+        tokens += n
+        logits += emits
+        attn += n * ctx + n * (n + 1) / 2
+        kv += ctx
+    return tokens, seqs, logits, attn, kv

@@ -1,0 +1,74 @@
+"""Synthetic workloads for the offline evaluator: closed-loop load on random prompts (pure)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class SimWorkload:
+    """Closed-loop load: ``concurrency`` requests in flight until ``num_requests`` are done.
+
+    Prompt and output lengths are drawn uniformly from ``[len x (1 - range_ratio),
+    len x (1 + range_ratio)]`` (vLLM's random dataset). With ``num_prefixes`` > 0 every prompt
+    starts with one of that many shared prefixes of ``prefix_len`` tokens (then its own
+    ``input_len`` tokens).
+    """
+
+    concurrency: int = 256
+    num_requests: int = 1000
+    input_len: int = 1024
+    output_len: int = 128
+    range_ratio: float = 0.0
+    num_prefixes: int = 0
+    prefix_len: int = 0
+    seed: int = 0
+
+    def max_total_len(self) -> int:
+        """The longest prompt + output this workload can send."""
+        r = self.range_ratio
+        return (self.prefix_len if self.num_prefixes else 0) + int(self.input_len * (1 + r)) \
+            + int(self.output_len * (1 + r))
+
+
+@dataclass(frozen=True)
+class RequestPlan:
+    prompt_lens: tuple[int, ...]
+    output_lens: tuple[int, ...]
+    prefix_ids: tuple[int, ...]  # -1: no shared prefix
+
+
+def _lengths(rng: np.random.Generator, mean: int, ratio: float, n: int) -> np.ndarray:
+    lo, hi = max(1, int(mean * (1 - ratio))), max(1, int(mean * (1 + ratio)))
+    return rng.integers(lo, hi + 1, size=n)
+
+
+@lru_cache(maxsize=16)
+def request_plan(w: SimWorkload) -> RequestPlan:
+    rng = np.random.default_rng(w.seed)
+    inputs = _lengths(rng, w.input_len, w.range_ratio, w.num_requests)
+    outputs = _lengths(rng, w.output_len, w.range_ratio, w.num_requests)
+    if w.num_prefixes > 0:
+        prefixes = rng.integers(0, w.num_prefixes, size=w.num_requests)
+        inputs = inputs + w.prefix_len
+    else:
+        prefixes = np.full(w.num_requests, -1)
+    return RequestPlan(tuple(int(x) for x in inputs), tuple(int(x) for x in outputs),
+                       tuple(int(x) for x in prefixes))
+
+
+@lru_cache(maxsize=16)
+def prompt_hashes(w: SimWorkload, block_size: int) -> tuple[tuple[int, ...], ...]:
+    """Block hashes of every prompt: shared-prefix blocks are equal across requests that
+    share the prefix (as hash chains over equal tokens would be); other blocks are unique."""
+    plan = request_plan(w)
+    out = []
+    for i, (plen, pid) in enumerate(zip(plan.prompt_lens, plan.prefix_ids)):
+        shared = (w.prefix_len // block_size) if pid >= 0 else 0
+        blocks = plen // block_size
+        out.append(tuple(hash(("p", pid, j)) if j < shared else hash(("r", w.seed, i, j))
+                         for j in range(blocks)))
+    return tuple(out)
