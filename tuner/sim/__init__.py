@@ -19,10 +19,18 @@ Public API for the search benchmark: ``evaluate``, ``evaluate_grid``, ``grid_poi
 ``load_gpu``, ``load_shape``.
 """
 
-from tuner.sim.grid import SimOutcome, evaluate, evaluate_grid, grid_points, pareto_front
-from tuner.sim.profiles import GpuProfile, load_gpu
-from tuner.sim.shape import ModelShape, load_shape
-from tuner.sim.workload import SimWorkload
+import importlib
 
-__all__ = ["GpuProfile", "ModelShape", "SimOutcome", "SimWorkload", "evaluate", "evaluate_grid",
-           "grid_points", "load_gpu", "load_shape", "pareto_front"]
+_EXPORTS = {
+    "SimOutcome": "grid", "evaluate": "grid", "evaluate_grid": "grid", "grid_points": "grid",
+    "pareto_front": "grid", "GpuProfile": "profiles", "load_gpu": "profiles",
+    "ModelShape": "shape", "load_shape": "shape", "SimWorkload": "workload",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    # Lazy, so that `tuner sim serve` starts without importing numpy.
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(f"tuner.sim.{_EXPORTS[name]}"), name)
+    raise AttributeError(name)
