@@ -106,7 +106,7 @@ def test_bodies_send_ids_to_completions_and_generate_and_words_to_chat():
     assert chat["messages"][0]["content"] == ids_to_text(first.segments[0][1])
     assert chat["max_completion_tokens"] == 2
     gen = json.loads(build_body(first, "generate", "m", ignore_eos=False))
-    assert gen["prompt"] == {"prompt_token_ids": list(first.segments[0][1])}
+    assert gen["prompt"] == ids_to_text(first.segments[0][1])
     assert "ignore_eos" not in gen and "model" not in gen
 
 

@@ -2,8 +2,10 @@
 
 * ``completions``: OpenAI ``/v1/completions``, prompt as token ids (exact input length).
 * ``chat``: OpenAI ``/v1/chat/completions``, token ids spelled as words.
-* ``generate``: vLLM's plain ``api_server`` ``/generate`` (the article's entry point), prompt
-  as ``{"prompt_token_ids": [...]}``.
+* ``generate``: vLLM's plain ``api_server`` ``/generate`` (the article's entry point), token
+  ids spelled as words: that server asserts its output has a prompt text, which a token-id
+  prompt lacks, so its input length is approximate too. (vLLM dropped this server after
+  0.2x; the CPU build 0.32 has none.)
 
 Output length is exact through ``max_tokens`` plus ``ignore_eos``. The OpenAI endpoints ask for
 ``stream_options.include_usage`` so the server reports the tokens it produced.
@@ -53,7 +55,7 @@ def build_body(request: Request, endpoint: str, model: str, ignore_eos: bool = T
                 "stream": True, "stream_options": stream_options}
     elif endpoint == "generate":
         prompt = _prompt(request)
-        body = {"prompt": {"prompt_token_ids": prompt} if isinstance(prompt, list) else prompt,
+        body = {"prompt": ids_to_text(tuple(prompt)) if isinstance(prompt, list) else prompt,
                 "max_tokens": request.output_len, "stream": True}
     else:
         raise ValueError(f"unknown endpoint {endpoint!r}")

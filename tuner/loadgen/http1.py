@@ -42,6 +42,8 @@ class _Response:
         self.received = False
 
     def feed(self, data: bytes) -> None:
+        if self.done.done():  # the last chunk's final CRLF, or bytes after an error
+            return
         t = self.clock()
         self.received = True
         if not self.status:

@@ -27,10 +27,10 @@ def parse_metrics(text: str, names: tuple[str, ...] = WANTED) -> dict[str, float
     for line in text.splitlines():
         if not line or line[0] == "#" or not line.startswith("vllm:"):
             continue
-        name_part, _, rest = line.partition(" ")
-        if "{" in name_part or rest.startswith(("{",)):
-            name_part = line.split("{", 1)[0]
-            rest = line.rsplit("}", 1)[-1]
+        if "{" in line:  # name{labels} value [timestamp]; label values may hold spaces
+            name_part, rest = line.split("{", 1)[0], line.rsplit("}", 1)[-1]
+        else:
+            name_part, _, rest = line.partition(" ")
         if name_part not in names:
             continue
         fields = rest.split()
