@@ -73,7 +73,7 @@ def vllm_cpu_launch(python: Path, model_dir: Path, port: int, env: Mapping[str, 
 
 @contextmanager
 def start_vllm_cpu(python: Path, model_dir: Path, env: Mapping[str, str], log_path: Path,
-                   extra_args: Sequence[str] = (), timeout_s: float = 240.0,
+                   extra_args: Sequence[str] = (), timeout_s: float = 300.0,
                    grace_s: float = 10.0) -> Iterator[Started]:
     """Start a CPU server, wait until /health answers, yield it, stop its process group.
 
