@@ -1,9 +1,9 @@
 """Stored studies for tests: realistic trial records without running a server.
 
 ``make_study(storage_url, kind)`` creates a study from a study spec (``create_study``,
-which enqueues the three baselines), asks trials with a seeded random sampler, puts each
-proposal through the rule set as the runner does, and tells it with ``tuner.record``'s
-outcomes. The metrics come from a small, plausible model of vLLM serving Llama-3-8B on an
+which enqueues the three baselines), asks and tells the baselines as a worker does, then
+stores seeded random proposals, put through the rule set as the runner does, each in one
+write (``study.add_trial``), all told with ``tuner.record``'s outcomes. The metrics come from a small, plausible model of vLLM serving Llama-3-8B on an
 H200 (random 1024 in / 128 out at concurrency 256): a larger token budget buys throughput
 and costs inter-token latency, chunked prefill lowers it, eager mode costs speed, a high
 memory share with many sequences runs out of memory. It is a fixture, not a simulator.
@@ -25,6 +25,7 @@ Kinds:
 from __future__ import annotations
 
 import contextlib
+import itertools
 import math
 import random
 from collections.abc import Iterator
@@ -32,11 +33,13 @@ from typing import Any, Mapping
 
 import optuna
 import sqlalchemy
+from optuna.trial import TrialState
 from sqlalchemy import event
 
 from tuner import record
 from tuner.runner.tell import tell
 from tuner.space import SearchSpace, flags_argv, repair
+from tuner.space.draw import draw_value
 from tuner.study import OpenStudy, StudySpec, create_study, open_study
 from tuner.study.spec import ModelSection, SLOSection, WorkloadSection
 
@@ -83,13 +86,9 @@ def _command(spec: StudySpec, launch: Mapping[str, Any]) -> list[str]:
             *flags_argv(launch), "--load-format", "dummy"]
 
 
-def _propose(space: SearchSpace, trial: optuna.Trial) -> tuple[dict, dict, str | None]:
+def _propose(space: SearchSpace, params: Mapping[str, Any]) -> tuple[dict, dict, str | None]:
     """(attrs, flags, infeasible reason) as the runner's proposal step makes them."""
-    a = trial.user_attrs
-    if "baseline" in a:
-        return {"baseline": a["baseline"], "flags": a["flags"], "launch": a["launch"]}, \
-            dict(a["flags"]), None
-    fixed = repair(space, space.complete(trial.params))
+    fixed = repair(space, space.complete(params))
     attrs: dict[str, Any] = {"flags": dict(fixed.flags), "launch": dict(fixed.flags)}
     if fixed.fixed_rules:
         attrs["repaired"] = list(fixed.fixed_rules)
@@ -166,6 +165,40 @@ def make_study(storage_url: str, kind: str = "mixed", n: int = 12, seed: int = 0
     return open_study(opened.spec.name, storage_url)
 
 
+class _Teller:
+    """Decides each trial's record: duplicates of measured flags, else ``_told``."""
+
+    def __init__(self, kind: str, spec: StudySpec, seed: int) -> None:
+        self.kind, self.spec, self.rng = kind, spec, random.Random(seed)
+        self.measured: dict[str, tuple[int, record.Told]] = {}
+
+    def told(self, number: int, attrs: dict, flags: dict, infeasible: str | None) -> record.Told:
+        key = record.flags_key(flags)
+        if key in self.measured and self.kind != "only-failed":
+            n, seen = self.measured[key]
+            return record.duplicate(n, seen.values, seen.constraints, seen.attrs, attrs)
+        told = _told(self.kind, self.spec, attrs, flags, infeasible, number, self.rng)
+        if told.attrs["outcome"] == record.MEASURED:
+            self.measured[key] = (number, told)
+        return told
+
+
+def _proposals(kind: str, space: SearchSpace, seed: int) -> Iterator[dict[str, Any]]:
+    """Parameters after the baselines: the hand-picked ones (mixed), then random draws,
+    with the first draw proposed again as the 9th trial (mixed: a duplicate)."""
+    rng = random.Random(seed + 1)
+    names = [p.name for p in space.params]
+    if kind == "mixed":
+        yield from ({k: g[k] for k in names} for g in GOOD)
+    first = None
+    for i in itertools.count(len(GOOD) if kind == "mixed" else 0):
+        if kind == "mixed" and i == 5 and first is not None:
+            yield first
+        params = {p.name: draw_value(p, rng) for p in space.params}
+        first = first or params
+        yield params
+
+
 def _build(storage_url: str, kind: str, n: int, seed: int, name: str | None,
            in_progress: bool) -> OpenStudy:
     spec = study_spec(name or f"fixture-{kind}", p99_itl_ms=10.0 if kind == "no-slo-met"
@@ -175,38 +208,24 @@ def _build(storage_url: str, kind: str, n: int, seed: int, name: str | None,
         return opened
     study = optuna.load_study(study_name=spec.name, storage=opened.study._storage,
                               sampler=optuna.samplers.RandomSampler(seed=seed))
-    rng = random.Random(seed)
     dists = opened.space.distributions()
-    first_sampled: optuna.trial.FrozenTrial | None = None
-    if kind == "mixed":
-        names = [p.name for p in opened.space.params]
-        for good in GOOD:
-            study.enqueue_trial({k: good[k] for k in names})
-    for i in range(n):
-        if kind == "mixed" and i == 8 and first_sampled is not None:
-            study.enqueue_trial(dict(first_sampled.params))
+    teller = _Teller(kind, spec, seed)
+    waiting = len(study.get_trials(deepcopy=False, states=(TrialState.WAITING,)))
+    for number in range(min(n, waiting)):  # the baselines, asked and told as a worker does
         trial = study.ask(dists)
-        attrs, flags, infeasible = _propose(opened.space, trial)
-        seen = _already_measured(study, flags, trial.number)
-        if seen is not None and kind != "only-failed":
-            told = record.duplicate(seen.number, seen.values, seen.constraints,
-                                    seen.user_attrs, attrs)
-        else:
-            told = _told(kind, spec, attrs, flags, infeasible, i, rng)
-        tell(study, trial, told)
-        done = study._storage.get_trial(trial._trial_id)
-        if first_sampled is None and "baseline" not in attrs and \
-                done.user_attrs.get("outcome") == record.MEASURED:
-            first_sampled = done
+        a = trial.user_attrs
+        attrs = {"baseline": a["baseline"], "flags": a["flags"], "launch": a["launch"]}
+        tell(study, trial, teller.told(number, attrs, dict(a["flags"]), None))
+    proposals = _proposals(kind, opened.space, seed)
+    for number in range(waiting, n):  # the rest stored in one write each
+        params = next(proposals)
+        attrs, flags, infeasible = _propose(opened.space, params)
+        told = teller.told(number, attrs, flags, infeasible)
+        study.add_trial(optuna.trial.create_trial(
+            state=TrialState.COMPLETE if told.state == "complete" else TrialState.FAIL,
+            values=list(told.values) if told.values is not None else None, params=params,
+            distributions=dists, user_attrs=dict(told.attrs),
+            constraints=dict(told.constraints) or None))
     if in_progress:
         study.ask(dists)
     return opened
-
-
-def _already_measured(study: optuna.Study, flags: Mapping[str, Any], exclude: int):
-    key = record.flags_key(flags)
-    for t in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,)):
-        if t.number != exclude and t.user_attrs.get("outcome") == record.MEASURED and \
-                record.flags_key(t.user_attrs.get("flags", {})) == key:
-            return t
-    return None
