@@ -47,8 +47,9 @@ def test_ttft_and_itl_match_the_script_at_64_concurrent_streams():
             server_late_ms = float(resp.read().decode().split("fake:token_lateness_p50_ms ")[1]
                                    .split()[0])
     # The precondition of a timing check: neither side was starved of CPU (other work on the
-    # machine). The client judges itself; the fake reports how late it wrote its tokens.
-    if not r.valid or server_late_ms > 0.6:
+    # machine). The client judges itself; the fake reports how late it wrote its tokens
+    # (about 0.5 ms at p50 when idle: asyncio's timers wake on whole milliseconds).
+    if not r.valid or server_late_ms > 1.0:
         pytest.skip(f"machine too busy to judge timing: client {r.invalid_reason}, "
                     f"server tokens late by {server_late_ms:.2f} ms at p50")
     m = r.metrics

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -144,8 +143,8 @@ async def _run(plans: list[ShardPlan], progress: Progress | None,
         if progress is not None:
             progress(done[0], total)
 
-    t0 = time.perf_counter()
-    return t0, [await run_shard(plans[0], t0, on_done)]
+    shard_result = await run_shard(plans[0], None, on_done)
+    return shard_result.start_time, [shard_result]
 
 
 def _result(shards: list[ShardResult], t0: float, workload: WorkloadSpec, load: LoadSpec,

@@ -51,6 +51,7 @@ class ShardResult:
     send_lags: list[float] = field(default_factory=list)
     loop_lags: list[float] = field(default_factory=list)
     cpu_s: float = 0.0
+    start_time: float = 0.0
     end_time: float = 0.0
 
 
@@ -74,28 +75,31 @@ def session_for(concurrency: int | None, timeout_s: float) -> aiohttp.ClientSess
 
 
 def prepare(plan: ShardPlan) -> _Source:
-    """Build the share's request bodies (before the run starts)."""
-    return _Source(plan)
+    """Build the share's request bodies before the run starts, then set the garbage
+    collector aside for the run (a full collection in the middle would stall the loop)."""
+    source = _Source(plan)
+    gc.collect()
+    gc.freeze()
+    return source
 
 
 async def run_shard(plan: ShardPlan, t0: float | None = None,
                     on_done: Callable[[RequestOutput], None] | None = None,
                     clock: Callable[[], float] = time.perf_counter,
                     source: _Source | None = None) -> ShardResult:
-    """Run the share; ``t0`` is the run's start on ``clock`` (shared by every process)."""
-    source = source or _Source(plan)  # before the first await
+    """Run the share; ``t0`` is the run's start on ``clock`` (shared by every process; by
+    default the moment the share is ready to send)."""
+    source = source or prepare(plan)  # before the first await
     result = ShardResult()
     url = plan.base_url + PATHS[plan.endpoint]
     parser_cls = PARSERS[plan.endpoint]
     probe = LoopLagProbe()
-    gc.collect()
-    gc.freeze()
     cpu0 = time.process_time()
     path = PATHS[plan.endpoint]
     http = Client(plan.base_url, plan.timeout_s) if plan.http_client == "fast" else None
     async with session_for(plan.concurrency, plan.timeout_s) as session:
         probe.start()
-        t0 = clock() if t0 is None else t0
+        t0 = result.start_time = clock() if t0 is None else t0
         if (delay := t0 - clock()) > 0:
             await asyncio.sleep(delay)
         deadline = t0 + plan.duration_s if plan.duration_s is not None else None
@@ -126,7 +130,7 @@ async def run_shard(plan: ShardPlan, t0: float | None = None,
     result.cpu_s = time.process_time() - cpu0
     result.end_time = clock()
     result.loop_lags = probe.samples
-    gc.unfreeze()
+    gc.unfreeze()  # (left frozen if the run raised: harmless, only slower collections)
     return result
 
 
