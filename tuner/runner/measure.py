@@ -54,7 +54,8 @@ def load_of(spec: StudySpec) -> LoadSpec:
     w = spec.workload
     return LoadSpec(max_concurrency=w.max_concurrency, request_rate=w.request_rate,
                     burstiness=w.burstiness, num_requests=w.num_requests,
-                    warmup_requests=w.warmup_requests, endpoint=w.endpoint)
+                    warmup_requests=w.warmup_requests, endpoint=w.endpoint,
+                    max_client_lag_ms=w.max_client_lag_ms, client_processes=w.client_processes)
 
 
 def slo_of(spec: StudySpec) -> SLO:

@@ -52,14 +52,20 @@ class Registration:
         storage = self.study._storage
         try:
             storage.set_study_user_attr(self.study._study_id, PREFIX + self.id, info)
-            if trial_id is not None and isinstance(storage, optuna.storages.RDBStorage):
+            if trial_id is not None and hasattr(storage, "record_heartbeat"):
                 storage.record_heartbeat(trial_id)
         except Exception:  # the storage may be down for a while; the next beat retries
             pass
 
     def _run(self) -> None:
-        while not self._stop.wait(self.interval_s):
+        # Beat twice per interval, and close other workers' stale trials each time, so a
+        # dead worker's trial is failed within two intervals while any worker lives.
+        while not self._stop.wait(self.interval_s / 2):
             self.beat()
+            try:
+                optuna.storages.fail_stale_trials(self.study)
+            except Exception:
+                pass
 
     def close(self, state: str = "exited") -> None:
         self._stop.set()

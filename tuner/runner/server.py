@@ -4,9 +4,11 @@ sends SIGTERM, waits a grace period, then SIGKILLs whatever is left of the group
 
 from __future__ import annotations
 
+import ctypes
 import os
 import signal
 import subprocess
+import sys
 import time
 import urllib.error
 import urllib.request
@@ -15,6 +17,16 @@ from pathlib import Path
 from tuner.errors import EngineExitedError, EngineTimeoutError
 from tuner.runner import logparse, proctree
 from tuner.runner.engine import Launch
+
+
+PR_SET_PDEATHSIG = 1
+
+
+def _terminate_with_parent() -> None:
+    """In the child: get SIGTERM when the worker dies, even by SIGKILL, so that a killed
+    worker leaves no server behind (the server then stops its own children)."""
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 class Server:
@@ -37,7 +49,7 @@ class Server:
             self.proc = subprocess.Popen(
                 list(self.launch.argv), stdin=subprocess.DEVNULL, stdout=log,
                 stderr=subprocess.STDOUT, env={**os.environ, **self.launch.env},
-                start_new_session=True)
+                start_new_session=True, preexec_fn=_terminate_with_parent)
         self.pgid = self.proc.pid
 
     def __enter__(self) -> "Server":

@@ -6,6 +6,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import optuna
 
 AUTO = "tpe"
@@ -19,6 +21,7 @@ def make_sampler(name: str, seed: int | None, n_startup_trials: int = 8) -> optu
     """A sampler that knows about running trials (constant liar) and reads the trials'
     constraints (``trial.set_constraint``)."""
     name = resolve(name)
+    warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
     if name == "tpe":
         return optuna.samplers.TPESampler(seed=seed, multivariate=True, group=True,
                                           constant_liar=True, n_startup_trials=n_startup_trials)

@@ -61,6 +61,10 @@ class WorkloadSection(_Section):
     num_requests: int = Field(1000, ge=1)
     warmup_requests: int = Field(16, ge=0)
     seed: int = 0
+    # A run whose client lagged more than this (p99, ms) measured the client, not the
+    # server: it is recorded as an invalid measurement.
+    max_client_lag_ms: float = Field(5.0, gt=0)
+    client_processes: int = Field(1, ge=1)
 
     @model_validator(mode="after")
     def _check(self) -> "WorkloadSection":

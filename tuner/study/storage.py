@@ -17,8 +17,11 @@ from sqlalchemy.engine import make_url
 
 from tuner.errors import StorageError, UsageError
 
-HEARTBEAT_S = 10
-GRACE_S = 30
+# A worker beats every HEARTBEAT_S; a running trial whose last beat is older than GRACE_S
+# (one and a half intervals) is failed by the next worker that looks, so a dead worker's
+# trial is closed within two intervals.
+HEARTBEAT_S = max(1, int(os.environ.get("TUNER_HEARTBEAT_S", "10")))
+GRACE_S = HEARTBEAT_S + max(1, HEARTBEAT_S // 2)
 
 
 def default_url() -> str:
@@ -67,7 +70,12 @@ def open_storage(url: str, heartbeat: bool = False) -> optuna.storages.RDBStorag
     """An Optuna RDB storage; with ``heartbeat`` stale running trials are failed."""
     if url.startswith("sqlite:///"):
         Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
-    kwargs = {"heartbeat_interval": HEARTBEAT_S, "grace_period": GRACE_S} if heartbeat else {}
+    kwargs: dict = {}
+    if heartbeat:
+        # A trial closed by the heartbeat is retried once, with the same parameters.
+        kwargs = {"heartbeat_interval": HEARTBEAT_S, "grace_period": GRACE_S,
+                  "heartbeat_stale_trial_callback":
+                      optuna.storages.RetryHeartbeatStaleTrialCallback(max_retry=1)}
     try:
         return optuna.storages.RDBStorage(url, engine_kwargs=_engine_kwargs(url),
                                           skip_compatibility_check=False, **kwargs)

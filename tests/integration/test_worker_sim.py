@@ -1,0 +1,205 @@
+"""The trial runner end to end on the simulator: real `tuner worker` processes, real
+`tuner sim serve` servers, real HTTP, real storage (SQLite and PostgreSQL)."""
+
+import os
+import signal
+import time
+
+import optuna
+import pytest
+from optuna.trial import TrialState
+
+from tuner import record
+from tuner.runner import proctree
+from tuner.space.argv import flags_argv
+from tuner.study import create_study, load_study_file, open_study
+from tuner.testing.worker_procs import ServerWatcher, interrupt, start_worker, wait_for
+
+SIM = '''
+[model]
+path = "models/llama3-8b"
+[workload]
+input_len = 256
+output_len = 32
+max_concurrency = 16
+num_requests = {n}
+warmup_requests = 2
+# tests share two cores with the simulated server: judge the client's lag loosely here
+max_client_lag_ms = 50
+[slo]
+p99_itl_ms = 200
+[search]
+n_trials = {trials}
+[engine]
+kind = "sim"
+time_scale = {scale}
+start_timeout_s = 30
+'''
+
+
+def sim_study(study_file, storage_url, name="w", n=48, trials=5, scale=1, extra=""):
+    path = study_file(SIM.format(n=n, trials=trials, scale=scale) + extra, f"{name}.toml")
+    spec = load_study_file(path)
+    create_study(spec, storage_url)
+    return spec
+
+
+def trials_of(name, url):
+    return open_study(name, url).study.get_trials(deepcopy=False)
+
+
+def test_study_runs_with_the_flags_it_records(storage_url, study_file, tmp_path):
+    sim_study(study_file, storage_url)
+    proc = start_worker("w", storage_url, "0", env={"TUNER_HOME": str(tmp_path)},
+                        log=tmp_path / "worker.log")
+    with ServerWatcher([proc.pid]) as watcher:
+        assert proc.wait(timeout=240) == 0, (tmp_path / "worker.log").read_text()[-3000:]
+    trials = trials_of("w", storage_url)
+    done = [t for t in trials if t.state == TrialState.COMPLETE]
+    assert len(done) == 5
+    assert [t.user_attrs.get("baseline") for t in done[:3]] == ["default", "article",
+                                                                "article-chunked"]
+    launched = [t for t in done if t.user_attrs["outcome"] != record.DUPLICATE]
+    servers = watcher.servers()
+    assert len(servers) == len(launched)
+    for t in launched:
+        argv = t.user_attrs["command"]
+        assert argv in servers  # the running server had exactly the recorded command
+        assert argv[-len(flags_argv(t.user_attrs["launch"])):] == flags_argv(t.user_attrs["launch"])
+        if "baseline" not in t.user_attrs and "repaired" not in t.user_attrs:
+            assert {k: t.user_attrs["flags"][k] for k in t.params} == t.params
+    measured = [t for t in done if t.user_attrs["outcome"] == record.MEASURED]
+    assert measured, [t.user_attrs.get("failure") for t in done]
+    for t in measured:
+        m = t.user_attrs["metrics"]
+        assert m["output_throughput"] > 0 and m["p99_itl_ms"] > 0
+        assert t.values == [m["output_throughput"], m["p99_itl_ms"]]
+        assert t.constraints["starts"] == 0.0
+        assert t.user_attrs["kv_cache_tokens"] > 0
+        assert set(t.user_attrs["phases"]) >= {"start", "benchmark", "stop", "overhead"}
+    assert (tmp_path / "studies" / "w" / "logs").is_dir()
+
+
+def test_refused_configuration_is_infeasible_within_30_s(study_file, tmp_path):
+    url = f"sqlite:///{tmp_path}/t.db"
+    # The 70B shape's weights load on one H200, but at 50% memory nothing is left for the
+    # KV cache: the server refuses to start, as vLLM does.
+    extra = '\n[space]\nfixed = { gpu_memory_utilization = 0.5 }\n'
+    path = study_file(SIM.format(n=16, trials=1, scale=1).replace("llama3-8b", "llama3-70b")
+                      + extra, "oom.toml")
+    spec = load_study_file(path)
+    create_study(spec.model_copy(update={"search": spec.search.model_copy(
+        update={"baselines": False})}), url)
+    start = time.monotonic()
+    proc = start_worker("oom", url, env={"TUNER_HOME": str(tmp_path)})
+    assert proc.wait(timeout=60) == 0
+    assert time.monotonic() - start < 30
+    (t,) = trials_of("oom", url)
+    assert t.state == TrialState.COMPLETE and t.user_attrs["outcome"] == record.INFEASIBLE
+    assert t.constraints["starts"] == 1.0
+    assert t.user_attrs["failure"]["class"] == "kv-cache-too-small"
+    assert "No available memory for the cache blocks" in t.user_attrs["failure"]["log_tail"]
+    assert t.values == [0.0, 200.0]  # the study's worst acceptable point
+
+
+def _running_phase(url, name, phase="benchmark"):
+    study = open_study(name, url).study
+    for key, info in study.user_attrs.items():
+        if key.startswith("tuner.worker.") and info.get("phase") == phase:
+            return info
+    return None
+
+
+def test_server_killed_mid_benchmark_fails_the_trial_and_the_next_runs(study_file, tmp_path):
+    url = f"sqlite:///{tmp_path}/t.db"
+    sim_study(study_file, url, name="k", n=400, trials=2, scale=1)
+    proc = start_worker("k", url, env={"TUNER_HOME": str(tmp_path), "TUNER_HEARTBEAT_S": "1"},
+                        log=tmp_path / "worker.log")
+    with ServerWatcher([proc.pid]) as watcher:
+        assert wait_for(lambda: _running_phase(url, "k"), 60)
+        (server_pid,) = watcher.seen
+        os.kill(server_pid, signal.SIGKILL)
+        assert proc.wait(timeout=240) == 0, (tmp_path / "worker.log").read_text()[-3000:]
+    first, second = sorted(trials_of("k", url), key=lambda t: t.number)[:2]
+    assert first.state == TrialState.FAIL
+    assert first.user_attrs["failure"]["class"] == "crash-during-benchmark"
+    assert "code -9" in first.user_attrs["failure"]["message"]
+    assert second.state == TrialState.COMPLETE
+
+
+def _registered(url, name, pid):
+    study = open_study(name, url).study
+    return any(info.get("pid") == pid for key, info in study.user_attrs.items()
+               if key.startswith("tuner.worker."))
+
+
+def test_killed_worker_is_failed_by_heartbeat_and_another_continues(storage_url, study_file,
+                                                                     tmp_path):
+    sim_study(study_file, storage_url, name="h", n=400, trials=4, scale=1)
+    env = {"TUNER_HOME": str(tmp_path), "TUNER_HEARTBEAT_S": "2"}
+    a = start_worker("h", storage_url, "0", env=env)
+    with ServerWatcher([a.pid]) as watcher:
+        assert wait_for(lambda: _running_phase(storage_url, "h"), 60)
+        b = start_worker("h", storage_url, "1", env=env, log=tmp_path / "b.log")
+        assert wait_for(lambda: _registered(storage_url, "h", b.pid), 60)
+        os.killpg(a.pid, signal.SIGKILL)
+        killed_at = time.time()
+        a.wait(timeout=10)
+        # the orphaned server dies with its worker (parent-death signal)
+        assert wait_for(lambda: not any(proctree.alive(p) for p in watcher.seen
+                                        if p not in _children(b.pid)), 30)
+
+    def failed():
+        return [t for t in trials_of("h", storage_url) if t.state == TrialState.FAIL]
+
+    assert wait_for(failed, 30)
+    closed = failed()[0]
+    assert closed.datetime_complete.timestamp() - killed_at <= 2 * 2 + 0.5
+    assert b.wait(timeout=300) == 0, (tmp_path / "b.log").read_text()[-3000:]
+    trials = trials_of("h", storage_url)
+    assert all(t.state in (TrialState.COMPLETE, TrialState.FAIL) for t in trials)
+    retried = [t for t in trials if t.system_attrs.get("failed_trial") == closed.number]
+    assert len(retried) == 1 and retried[0].params == closed.params
+    assert retried[0].state == TrialState.COMPLETE
+
+
+def _children(pid):
+    return set(proctree.descendants(pid))
+
+
+def test_ctrl_c_stops_the_server_and_queues_the_trial_again(study_file, tmp_path):
+    url = f"sqlite:///{tmp_path}/t.db"
+    sim_study(study_file, url, name="c", n=400, trials=3, scale=1)
+    proc = start_worker("c", url, env={"TUNER_HOME": str(tmp_path)})
+    with ServerWatcher([proc.pid]) as watcher:
+        assert wait_for(lambda: _running_phase(url, "c"), 60)
+        assert interrupt(proc, signal.SIGINT) == 130
+    assert watcher.seen and not any(proctree.alive(p) for p in watcher.seen)
+    assert proctree.descendants(os.getpid()) == []
+    trials = sorted(trials_of("c", url), key=lambda t: t.number)
+    stopped = [t for t in trials if t.user_attrs.get("outcome") == record.STOPPED]
+    assert len(stopped) == 1 and stopped[0].state == TrialState.FAIL
+    again = [t for t in trials if t.state == TrialState.WAITING
+             and t.user_attrs.get("baseline") == stopped[0].user_attrs.get("baseline")]
+    assert again
+
+
+def test_four_workers_share_one_postgres_study(pg_admin, study_file, tmp_path):
+    from tuner.testing.databases import fresh_postgres
+
+    with fresh_postgres() as url:
+        sim_study(study_file, url, name="four", n=32, trials=12)
+        env = {"TUNER_HOME": str(tmp_path)}
+        procs = [start_worker("four", url, str(g), env=env, log=tmp_path / f"w{g}.log")
+                 for g in range(4)]
+        for g, p in enumerate(procs):
+            assert p.wait(timeout=300) == 0, (tmp_path / f"w{g}.log").read_text()[-3000:]
+        study = open_study("four", url).study
+        trials = study.get_trials(deepcopy=False)
+        assert all(t.state in (TrialState.COMPLETE, TrialState.FAIL) for t in trials)
+        assert len({t.number for t in trials}) == len(trials)
+        assert all("outcome" in t.user_attrs for t in trials)
+        counted = [t for t in trials if t.user_attrs["outcome"] != record.DUPLICATE]
+        assert 12 <= len(counted) <= 12 + 3  # workers that asked together may overshoot
+        workers = [k for k in study.user_attrs if k.startswith("tuner.worker.")]
+        assert len(workers) == 4

@@ -1,0 +1,68 @@
+"""Helpers for tests that run real `tuner worker` processes: start, watch, signal, and
+record the server processes they start (to compare running flags with trial params)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from tuner.runner import proctree
+
+
+def start_worker(study: str, storage: str, gpus: str = "0", *extra: str,
+                 env: dict | None = None, log: Path | None = None) -> subprocess.Popen:
+    out = open(log, "ab") if log else subprocess.DEVNULL
+    return subprocess.Popen(
+        [sys.executable, "-m", "tuner", "worker", study, "--storage", storage, "--gpus", gpus,
+         *extra], stdout=out, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})},
+        start_new_session=True)
+
+
+class ServerWatcher:
+    """Polls the process tree below some roots and keeps every server command line seen."""
+
+    def __init__(self, roots: list[int], marker: str = "serve") -> None:
+        self.roots, self.marker = roots, marker
+        self.seen: dict[int, list[str]] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> "ServerWatcher":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.1):
+            for root in self.roots:
+                for pid in proctree.descendants(root):
+                    if pid not in self.seen:
+                        argv = proctree.cmdline(pid)
+                        if "--port" in argv and self.marker in argv:
+                            self.seen[pid] = argv
+
+    def servers(self) -> list[list[str]]:
+        return list(self.seen.values())
+
+
+def wait_for(predicate, timeout_s: float, poll_s: float = 0.2):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(poll_s)
+    return predicate()
+
+
+def interrupt(proc: subprocess.Popen, sig: int = signal.SIGINT, timeout_s: float = 60) -> int:
+    proc.send_signal(sig)
+    return proc.wait(timeout=timeout_s)
