@@ -9,7 +9,7 @@ def _line(name: str, kind: str, help_: str, value: float, labels: str) -> str:
     return f"# HELP {name} {help_}\n# TYPE {name} {kind}\n{name}{{{labels}}} {value}\n"
 
 
-def metrics_text(core: EngineCore, model_name: str) -> str:
+def metrics_text(core: EngineCore, model_name: str, late_steps: int = 0) -> str:
     """The counters and gauges vLLM exports that the tuner reads, with vLLM's names."""
     pool = core.scheduler.pool
     labels = f'engine="0",model_name="{model_name}"'
@@ -42,5 +42,10 @@ def metrics_text(core: EngineCore, model_name: str) -> str:
         _line("tuner_sim:busy_seconds_total", "counter",
               "Simulated seconds the engine spent in steps (tuner's simulator only).",
               core.busy_s, labels),
+        _line("tuner_sim:steps_total", "counter", "Engine steps run (tuner's simulator only).",
+              core.steps, labels),
+        _line("tuner_sim:late_steps_total", "counter",
+              "Steps whose tokens left more than 2 ms after their modelled time: the host "
+              "could not keep real time (tuner's simulator only).", late_steps, labels),
     ]
     return "".join(parts)

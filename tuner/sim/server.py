@@ -57,7 +57,7 @@ async def _models(request: web.Request) -> web.Response:
 
 async def _metrics(request: web.Request) -> web.Response:
     sim = request.app[KEY]
-    return web.Response(text=metrics_text(sim["core"], sim["name"]),
+    return web.Response(text=metrics_text(sim["core"], sim["name"], sim["engine"].late_steps),
                         content_type="text/plain", charset="utf-8")
 
 

@@ -1,0 +1,199 @@
+"""`tuner sim serve` as a real subprocess on loopback: vLLM's routes, refusals, and the
+article's laws as the real load generator measures them."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import aiohttp
+import pytest
+
+from tuner.loadgen import LoadSpec, WorkloadSpec, run_benchmark
+
+pytestmark = pytest.mark.integration
+LLAMA3_8B = {"architectures": ["LlamaForCausalLM"], "hidden_size": 4096, "num_hidden_layers": 32,
+             "num_attention_heads": 32, "num_key_value_heads": 8, "intermediate_size": 14336,
+             "vocab_size": 128256, "max_position_embeddings": 8192, "torch_dtype": "bfloat16"}
+TIME_SCALE = 1.0
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory) -> Path:
+    d = tmp_path_factory.mktemp("models") / "llama3-8b"
+    d.mkdir()
+    (d / "config.json").write_text(json.dumps(LLAMA3_8B))
+    return d
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def command(model_dir: Path, *flags: str) -> list[str]:
+    return [sys.executable, "-m", "tuner", "sim", "serve", "--model", str(model_dir), *flags]
+
+
+@contextlib.contextmanager
+def server(model_dir: Path, *flags: str, time_scale: float = TIME_SCALE):
+    port = free_port()
+    proc = subprocess.Popen(
+        command(model_dir, "--host", "127.0.0.1", "--port", str(port), "--time-scale",
+                str(time_scale), "--load-format", "dummy", *flags),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                raise AssertionError(f"server exited {proc.returncode}: {proc.stderr.read()}")
+            with contextlib.suppress(OSError):
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            time.sleep(0.05)
+        yield url, proc
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+async def _get(url: str) -> tuple[int, str, dict]:
+    async with aiohttp.ClientSession() as s, s.get(url) as r:
+        return r.status, await r.text(), dict(r.headers)
+
+
+async def _stream(url: str, body: dict) -> list[bytes]:
+    async with aiohttp.ClientSession() as s, s.post(url, json=body) as r:
+        assert r.status == 200, await r.text()
+        raw = await r.read()
+    return [m for m in raw.split(b"\n\n") if m]
+
+
+def test_routes_answer_as_vllm(model_dir):
+    with server(model_dir, "--served-model-name", "llama3-8b") as (url, _):
+        status, text, headers = asyncio.run(_get(url + "/health"))
+        assert status == 200 and headers["X-Tuner-Sim-Time-Scale"] == str(TIME_SCALE)
+        version = json.loads(asyncio.run(_get(url + "/version"))[1])
+        assert version["simulated"] is True and version["time_scale"] == TIME_SCALE
+        models = json.loads(asyncio.run(_get(url + "/v1/models"))[1])
+        assert models["data"][0]["id"] == "llama3-8b"
+        body = {"model": "llama3-8b", "prompt": list(range(100, 164)), "max_tokens": 5,
+                "ignore_eos": True, "stream": True, "stream_options": {"include_usage": True}}
+        msgs = asyncio.run(_stream(url + "/v1/completions", body))
+        assert msgs[-1] == b"data: [DONE]"
+        usage = json.loads(msgs[-2][6:])["usage"]
+        assert usage == {"prompt_tokens": 64, "total_tokens": 69, "completion_tokens": 5}
+        assert sum(b'"choices":[{' in m for m in msgs) == 5
+        chat = {"model": "llama3-8b", "messages": [{"role": "user", "content": "a b c"}],
+                "max_tokens": 3, "stream": True}
+        assert asyncio.run(_stream(url + "/v1/chat/completions", chat))[-1] == b"data: [DONE]"
+        metrics = asyncio.run(_get(url + "/metrics"))[1]
+        for name in ("vllm:num_preemptions_total", "vllm:kv_cache_usage_perc",
+                     "vllm:prefix_cache_queries_total", "vllm:prefix_cache_hits_total",
+                     "vllm:num_requests_running", "vllm:num_requests_waiting"):
+            assert name in metrics
+        assert re.search(r'vllm:prefix_cache_queries_total\{[^}]*\} 64', metrics)
+
+
+def test_startup_lines_name_the_kv_cache(model_dir):
+    with server(model_dir, "--max-model-len", "4096") as (_, proc):
+        pass
+    out = proc.stdout.read()
+    assert re.search(r"GPU KV cache size: [\d,]+ tokens", out)
+    assert "Maximum concurrency for 4,096 tokens per request:" in out
+
+
+@pytest.mark.parametrize("flags, words", [
+    (["--max-model-len", "2048", "--max-num-batched-tokens", "128", "--no-enable-chunked-prefill"],
+     "max_num_batched_tokens (128) is smaller than max_model_len (2048)"),
+    (["--gpu-memory-utilization", "0.12"], "To serve at least one request with the models's max seq len"),
+    (["--gpu-memory-utilization", "0.05"], "No available memory for the cache blocks"),
+    (["--max-num-batched-tokens", "64", "--max-num-seqs", "128"], "must be greater than or equal to max_num_seqs"),
+])
+def test_refused_start_exits_1_with_vllms_message(model_dir, flags, words):
+    done = subprocess.run(command(model_dir, "--port", str(free_port()), *flags),
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1
+    assert words in done.stderr
+
+
+def test_unknown_flag_is_a_usage_error(model_dir):
+    done = subprocess.run(command(model_dir, "--no-such-flag", "1"), capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 2
+    assert "unrecognized arguments: --no-such-flag" in done.stderr
+
+
+def late_fraction(metrics_page: str) -> float:
+    def value(name: str) -> float:
+        return float(re.search(name + r"\{[^}]*\} (\S+)", metrics_page).group(1))
+    return value("tuner_sim:late_steps_total") / max(1.0, value("tuner_sim:steps_total"))
+
+
+def bench(model_dir: Path, flags: list[str], workload: WorkloadSpec, concurrency: int = 16,
+          n: int = 64) -> dict:
+    """One run of the real load generator; skips when the host cannot keep real time (the
+    measurement would then describe the machine's load, not the modelled engine)."""
+    with server(model_dir, *flags) as (url, _):
+        result = asyncio.run(run_benchmark(
+            url, str(model_dir), workload,
+            LoadSpec(max_concurrency=concurrency, num_requests=n, warmup_requests=0),
+            time_scale=TIME_SCALE))
+        late = late_fraction(asyncio.run(_get(url + "/metrics"))[1])
+    assert sum(result.failures.values()) == 0, result.errors
+    if late > 0.75:
+        pytest.skip(f"host too busy to keep real time ({late:.0%} of steps late, client: "
+                    f"{result.invalid_reason}); the offline tests cover the law")
+    return {**result.metrics, **{f"server_{k}": v for k, v in result.server.items()}}
+
+
+MIXED = WorkloadSpec(kind="random", input_len=1024, output_len=64, range_ratio=0.5,
+                     vocab_size=128256, seed=1)
+
+
+def test_chunked_prefill_small_budget_lowers_p99_itl_and_costs_throughput(model_dir):
+    common = ["--max-model-len", "2048", "--max-num-seqs", "16", "--no-enable-prefix-caching"]
+    small = bench(model_dir, common + ["--enable-chunked-prefill", "--max-num-batched-tokens", "128"], MIXED)
+    off = bench(model_dir, common + ["--no-enable-chunked-prefill"], MIXED)
+    assert small["p99_itl_ms"] < 0.8 * off["p99_itl_ms"]  # ~10 vs ~75 ms on an idle host
+    assert small["output_throughput"] < off["output_throughput"]
+
+
+def test_prefix_caching_raises_throughput_on_shared_prefixes_only(model_dir):
+    shared = WorkloadSpec(kind="shared-prefix", input_len=64, output_len=32, num_prefixes=2,
+                          prefix_len=1536, vocab_size=128256, seed=2)
+    common = ["--max-model-len", "2048"]
+    on = bench(model_dir, common + ["--enable-prefix-caching"], shared)
+    off = bench(model_dir, common + ["--no-enable-prefix-caching"], shared)
+    assert on["output_throughput"] > 1.3 * off["output_throughput"]
+    assert on.get("server_prefix_cache_hits", 1) > 0
+    rnd_on = bench(model_dir, common + ["--enable-prefix-caching"], MIXED)
+    rnd_off = bench(model_dir, common + ["--no-enable-prefix-caching"], MIXED)
+    # Random prompts share no block: no hits, and the same throughput up to wall-clock noise
+    # (the offline evaluator shows it is exactly the same: tests/unit/test_sim_grid.py).
+    assert rnd_on["server_prefix_cache_hits"] == 0
+    assert rnd_on["output_throughput"] == pytest.approx(rnd_off["output_throughput"], rel=0.25)
+
+
+def test_enforce_eager_slows_decode_steps(model_dir):
+    decode = WorkloadSpec(kind="random", input_len=64, output_len=64, vocab_size=128256, seed=3)
+    graphs = bench(model_dir, ["--max-model-len", "2048"], decode, concurrency=8, n=32)
+    eager = bench(model_dir, ["--max-model-len", "2048", "--enforce-eager"], decode,
+                  concurrency=8, n=32)
+    # TPOT rather than ITL: tokens that reach a busy client in one read have an ITL of 0.
+    assert eager["median_tpot_ms"] > 1.2 * graphs["median_tpot_ms"]
