@@ -20,6 +20,8 @@ Kinds:
     ``empty``        created: the baselines are queued, nothing has run
     ``only-failed``  every trial crashed during its benchmark
     ``no-slo-met``   everything measured, no trial meets the study's SLOs
+
+``dashboard_process`` runs `tuner dashboard` on such a storage as a real subprocess.
 """
 
 from __future__ import annotations
@@ -28,7 +30,13 @@ import contextlib
 import itertools
 import math
 import random
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any, Mapping
 
 import optuna
@@ -229,3 +237,44 @@ def _build(storage_url: str, kind: str, n: int, seed: int, name: str | None,
     if in_progress:
         study.ask(dists)
     return opened
+
+
+@contextlib.contextmanager
+def dashboard_process(storage_url: str, log: Path, study: str | None = None,
+                      timeout_s: float = 90.0) -> Iterator[str]:
+    """`tuner dashboard [STUDY] --storage URL` as a real subprocess on a free loopback port;
+    yields its base URL once ``/api/meta`` answers; stopped (SIGTERM) on exit."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    argv = [sys.executable, "-m", "tuner", "dashboard", *([study] if study else []),
+            "--storage", storage_url, "--port", str(port)]
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(argv, stdout=out, stderr=out)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + timeout_s
+        while not _answers(base + "/api/meta"):
+            if proc.poll() is not None:
+                raise RuntimeError(f"tuner dashboard exited with {proc.returncode}: "
+                                   f"{log.read_text()[-2000:]}")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"tuner dashboard did not answer in {timeout_s:.0f} s: "
+                                   f"{log.read_text()[-2000:]}")
+            time.sleep(0.3)
+        yield base
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def _answers(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as r:
+            return r.status == 200
+    except OSError:
+        return False
