@@ -47,4 +47,7 @@ def test_lag_judgement():
     assert stats["loop_lag_max_ms"] == pytest.approx(30.0)
     assert judge(stats, 5.0) is not None and "loop_lag_p99_ms" in judge(stats, 5.0)
     assert judge(lag_stats("loop_lag", [0.001] * 100), 5.0) is None
+    busy = dict(stats, cpu_util_max=0.97)
+    idle = dict(stats, cpu_util_max=0.05)
+    assert "bottleneck" in judge(busy, 5.0) and "starved" in judge(idle, 5.0)
     assert lag_stats("x", []) == {}

@@ -51,9 +51,17 @@ def lag_stats(prefix: str, samples_s: list[float]) -> dict[str, float]:
 
 
 def judge(client: dict[str, float], max_lag_ms: float) -> str | None:
-    """Why the run cannot be trusted as the server's performance, or None if it can."""
+    """Why the run cannot be trusted as the server's performance, or None if it can.
+
+    A lagging client that used most of its core was the bottleneck; one that used little was
+    starved by other work on the machine. Either way its latencies include its own delays.
+    """
     for key in ("loop_lag_p99_ms", "send_lag_p99_ms"):
         if client.get(key, 0.0) > max_lag_ms:
-            return (f"client was the bottleneck: {key}={client[key]:.1f} ms exceeds "
-                    f"{max_lag_ms:g} ms (use more --client-processes or less load)")
+            cpu = client.get("cpu_util_max", 1.0)
+            why = ("the client was the bottleneck" if cpu >= 0.5 else
+                   "the client was starved by other work on the machine")
+            return (f"{why}: {key}={client[key]:.1f} ms exceeds {max_lag_ms:g} ms at "
+                    f"{cpu:.0%} client CPU (use more client processes, less load, or a "
+                    "quieter machine)")
     return None
