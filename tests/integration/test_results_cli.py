@@ -8,7 +8,6 @@ import json
 import re
 
 import optuna
-import pytest
 import yaml
 
 from tuner import record
