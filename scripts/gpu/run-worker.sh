@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# On the GPU machine: install what is missing (kit, wheels, model), bring back the study's
+# SQLite database from the last command (.gpu-state/tuner.db, carried), run `tuner worker`
+# for N trials, and put the database and the trial logs into $OUT.
+#
+#   bash scripts/gpu/run-worker.sh STUDY_FILE N_TRIALS [WORKER_TIMEOUT]
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+study_file=$1 n=$2 limit=${3:-6m}
+bash scripts/gpu/install.sh
+source scripts/gpu/env.sh
+export TUNER_HOME=${TUNER_HOME:-/root/tuner-home}
+mkdir -p "$TUNER_HOME"
+if [ -f .gpu-state/tuner.db ] && [ ! -f "$TUNER_HOME/tuner.db" ]; then
+  cp .gpu-state/tuner.db "$TUNER_HOME/tuner.db"
+  echo "run-worker: resumed the study database carried from the last command"
+fi
+nvidia-smi --query-gpu=name,memory.used,memory.total,driver_version --format=csv
+name=$(basename "$study_file" .toml)
+PYTHONUNBUFFERED=1 "$TUNER_GPU_PY" -m tuner study create "$study_file"
+PYTHONUNBUFFERED=1 "$TUNER_GPU_PY" -m tuner worker "$name" --gpus 0 --n-trials "$n" \
+  --timeout "$limit" || echo "run-worker: worker exited with $?"
+if [ -n "${OUT:-}" ]; then
+  cp "$TUNER_HOME/tuner.db" "$OUT/tuner.db"
+  tar czf "$OUT/logs.tgz" -C "$TUNER_HOME/studies" . 2>/dev/null || true
+fi
