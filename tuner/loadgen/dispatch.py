@@ -10,6 +10,7 @@ request as soon as its previous one ends), and everything at once (no rate, no l
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import itertools
 import time
@@ -68,8 +69,7 @@ class _Source:
 
 
 def session_for(concurrency: int | None, timeout_s: float) -> aiohttp.ClientSession:
-    connector = aiohttp.TCPConnector(limit=concurrency or 0, keepalive_timeout=60,
-                                     enable_cleanup_closed=True)
+    connector = aiohttp.TCPConnector(limit=concurrency or 0, keepalive_timeout=60)
     return aiohttp.ClientSession(connector=connector, auto_decompress=False,
                                  timeout=aiohttp.ClientTimeout(total=timeout_s))
 
@@ -97,7 +97,9 @@ async def run_shard(plan: ShardPlan, t0: float | None = None,
     cpu0 = time.process_time()
     path = PATHS[plan.endpoint]
     http = Client(plan.base_url, plan.timeout_s) if plan.http_client == "fast" else None
-    async with session_for(plan.concurrency, plan.timeout_s) as session:
+    async with contextlib.AsyncExitStack() as stack:
+        session = None if http is not None else await stack.enter_async_context(
+            session_for(plan.concurrency, plan.timeout_s))
         probe.start()
         t0 = result.start_time = clock() if t0 is None else t0
         if (delay := t0 - clock()) > 0:
@@ -124,11 +126,11 @@ async def run_shard(plan: ShardPlan, t0: float | None = None,
             await _closed_loop(plan.concurrency, source, deadline, one, clock)
         else:
             await asyncio.gather(*(one(item, None) for item in source.items))
+        result.end_time = clock()  # the last response has ended: the run's duration stops
+        result.cpu_s = time.process_time() - cpu0
         await probe.stop()
         if http is not None:
             await http.close()
-    result.cpu_s = time.process_time() - cpu0
-    result.end_time = clock()
     result.loop_lags = probe.samples
     gc.unfreeze()  # (left frozen if the run raised: harmless, only slower collections)
     return result
