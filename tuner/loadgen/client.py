@@ -15,6 +15,7 @@ detail). Nothing but cancellation escapes ``send``.
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from collections.abc import AsyncIterable, Callable
 from dataclasses import dataclass, field
@@ -22,7 +23,14 @@ from dataclasses import dataclass, field
 import aiohttp
 
 Clock = Callable[[], float]
-JSON_HEADERS = {"Content-Type": "application/json"}
+
+
+def request_headers() -> dict[str, str]:
+    """JSON content type, and a bearer token when OPENAI_API_KEY is set (as vLLM's client)."""
+    headers = {"Content-Type": "application/json"}
+    if key := os.environ.get("OPENAI_API_KEY"):
+        headers["Authorization"] = f"Bearer {key}"
+    return headers
 
 
 @dataclass(slots=True)
@@ -110,7 +118,7 @@ async def send(session: aiohttp.ClientSession, url: str, body: bytes, parser,
     """POST ``body`` to ``url`` and stream the reply into ``out``; never raises but cancels."""
     out.start_time = clock()
     try:
-        async with session.post(url, data=body, headers=JSON_HEADERS) as resp:
+        async with session.post(url, data=body, headers=request_headers()) as resp:
             if resp.status != 200:
                 detail = (await resp.text(errors="replace"))[:300]
                 out.reason = f"http_{resp.status}"

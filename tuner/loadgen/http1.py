@@ -16,7 +16,7 @@ import socket
 import ssl as ssl_module
 from urllib.parse import urlsplit
 
-from tuner.loadgen.client import Clock, RequestOutput, StreamTimer
+from tuner.loadgen.client import Clock, RequestOutput, StreamTimer, request_headers
 
 MAX_HEAD = 64 * 1024
 MAX_ERROR_BODY = 2048
@@ -176,7 +176,8 @@ class Client:
         self.ssl = ssl_module.create_default_context() if parts.scheme == "https" else None
         self.timeout_s = timeout_s
         self.idle: list[_Connection] = []
-        self.host_header = f"{self.host}:{self.port}".encode()
+        fields = {"Host": f"{self.host}:{self.port}", "Accept": "*/*", **request_headers()}
+        self.header_lines = "".join(f"{k}: {v}\r\n" for k, v in fields.items()).encode()
 
     async def close(self) -> None:
         for conn in self.idle:
@@ -197,9 +198,8 @@ class Client:
                           ) -> tuple[int, str, bytes]:
         """POST ``body``; a 200 reply streams into ``timer``. Returns (status, reason, body of
         a non-200 reply). Raises OSError, TimeoutError or HTTPError when no answer came."""
-        head = (b"POST " + (self.prefix + path).encode() + b" HTTP/1.1\r\nHost: " +
-                self.host_header + b"\r\nContent-Type: application/json\r\nAccept: */*\r\n"
-                b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n")
+        head = (b"POST " + (self.prefix + path).encode() + b" HTTP/1.1\r\n" + self.header_lines
+                + b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n")
         for attempt in (0, 1):
             conn, reused = await self._connect()
             done = asyncio.get_running_loop().create_future()
