@@ -8,6 +8,7 @@ import subprocess
 
 import yaml
 
+from tuner.results import config_yaml, load_records
 from tuner.testing.studies import make_study
 
 # Runs in the vLLM CPU build's Python: parse each YAML file as `vllm serve --config FILE`
@@ -38,7 +39,7 @@ print("PARSED " + json.dumps(out))
 def test_best_yaml_parses_into_the_trials_flags(tmp_path, run_cli, vllm_cpu_python,
                                                 tiny_model_dir, vllm_cpu_env):
     url = f"sqlite:///{tmp_path / 'tuner.db'}"
-    make_study(url, "mixed", n=14, name="best-e2e")
+    opened = make_study(url, "mixed", n=14, name="best-e2e")
     files, expected = [], []
     for prefer in ("throughput", "latency"):
         code, out, err = run_cli("best", "best-e2e", "--storage", url, "--prefer", prefer,
@@ -51,7 +52,14 @@ def test_best_yaml_parses_into_the_trials_flags(tmp_path, run_cli, vllm_cpu_pyth
         path.write_text(out)
         files.append(str(path))
         expected.append(json.loads(doc))
-    # Both picks together cover every boolean flag both ways.
+    # The article's two baselines, written by the same YAML writer, so that together the
+    # files set every boolean flag both ways.
+    for r in load_records(opened.study):
+        if r.baseline in ("article", "article-chunked"):
+            path = tmp_path / f"{r.baseline}.yaml"
+            path.write_text(config_yaml(opened.spec, r.flags, []))
+            files.append(str(path))
+            expected.append({"flags": dict(r.flags)})
     flags = [e["flags"] for e in expected]
     for name in ("enable_prefix_caching", "enable_chunked_prefill", "enforce_eager"):
         assert {f[name] for f in flags} == {True, False}, name
