@@ -1,9 +1,10 @@
 """The real-time loop: one task advances the engine core step by step on the wall clock.
 
-Each step sleeps for its simulated duration divided by ``time_scale``, then hands every
-emitted token to its request's queue (one ``put_nowait`` per token: no task per token). Step
-start times are kept on a schedule (``due``), so a late wake-up shortens the next sleep
-instead of drifting.
+Each step sleeps for its simulated duration divided by ``time_scale``, then calls every
+emitting request's ``on_token(index, finished, due)`` synchronously (the HTTP front writes the
+token to its socket right there: no task and no queue per token, so 256 streams cost 256
+socket writes a step and nothing more). Step end times are kept on a schedule (``due``), so a
+late wake-up shortens the next sleep instead of drifting.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
 
 from tuner.sim.core import EngineCore
 from tuner.sim.scheduler import Request
@@ -24,13 +25,7 @@ _SPIN_S = 0.0012
 LATE_S = 0.002
 
 
-@dataclass(slots=True)
-class TokenEvent:
-    """One emitted token (``finished`` on the last); ``due`` is its modelled wall time."""
-
-    index: int
-    finished: bool
-    due: float
+OnToken = Callable[[int, bool, float], None]
 
 
 class RealtimeEngine:
@@ -44,6 +39,8 @@ class RealtimeEngine:
         self.next_rid = 0
         self.late_steps = 0  # steps whose tokens went out more than LATE_S after their due time
         self.max_lateness = 0.0
+        # With --sim-trace: (due, lateness, tokens, seconds spent writing tokens, modelled s).
+        self.step_log: list[tuple[float, float, int, float, float]] | None = None
         self.clock = time.perf_counter
         self.sim_time = 0.0  # simulated seconds the engine has been busy
 
@@ -56,11 +53,13 @@ class RealtimeEngine:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
 
-    def submit(self, prompt_len: int, max_tokens: int, hashes: list[int]) -> Request:
-        """Queue a request; its ``handle`` is an asyncio.Queue of TokenEvents."""
+    def submit(self, prompt_len: int, max_tokens: int, hashes: list[int],
+               on_token: OnToken) -> Request:
+        """Queue a request; ``on_token(index, finished, due)`` is called for each token
+        (``due``: the modelled wall time of the token, on ``time.perf_counter``'s clock)."""
         req = Request(self.next_rid, prompt_len, max_tokens, hashes)
         self.next_rid += 1
-        req.handle = asyncio.Queue()
+        req.handle = on_token
         self.core.add(req)
         self._wake.set()
         return req
@@ -99,7 +98,9 @@ class RealtimeEngine:
                 self.late_steps += 1
                 self.max_lateness = max(self.max_lateness, late)
             for req in emitted:
-                req.handle.put_nowait(TokenEvent(req.output, req.finished, due))
+                req.handle(req.output, req.finished, due)
+            if self.step_log is not None:
+                self.step_log.append((due, late, step.num_tokens, clock() - due - late, seconds))
 
     async def _sleep_until(self, due: float) -> None:
         clock = self.clock

@@ -56,8 +56,8 @@ def parse(kind: str, body: Any) -> ParsedRequest:
             prompt = prompt[0]
         if isinstance(prompt, str):
             ids = text_token_ids(prompt)
-        elif isinstance(prompt, list) and all(isinstance(t, int) for t in prompt):
-            ids = list(prompt)
+        elif isinstance(prompt, list) and all(map(int.__instancecheck__, prompt)):
+            ids = prompt
         else:
             raise BadRequest("prompt must be a string or a list of token ids")
     if kind == "generate" and "prompt_token_ids" in body:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import json
 import signal
 import sys
@@ -64,7 +65,8 @@ async def _metrics(request: web.Request) -> web.Response:
 async def _trace(request: web.Request) -> web.Response:
     sim = request.app[KEY]
     return web.json_response({"time_scale": sim["engine"].time_scale,
-                              "requests": list(sim["trace"])})
+                              "requests": list(sim["trace"] or ()),
+                              "steps": sim["engine"].step_log or []})
 
 
 def _handler(kind: str):
@@ -89,39 +91,72 @@ async def _generate(request: web.Request, sim: dict, req: openai.ParsedRequest) 
     engine: RealtimeEngine = sim["engine"]
     cfg = sim["core"].cfg
     hashes = openai.hashes_for(req, cfg.block_size, cfg.enable_prefix_caching)
-    job = engine.submit(len(req.token_ids), req.max_tokens, hashes)
-    queue: asyncio.Queue = job.handle
-    fmt = openai.StreamFormat(req, sim["name"])
-    due: list[float] | None = [] if sim["trace"] is not None else None
+    done: asyncio.Future = asyncio.get_running_loop().create_future()
+    if not req.stream:
+        def on_token(index: int, finished: bool, due: float) -> None:
+            if finished and not done.done():
+                done.set_result(index)
+        job = engine.submit(len(req.token_ids), req.max_tokens, hashes, on_token)
+        try:
+            n = await done
+        except asyncio.CancelledError:
+            engine.abort(job)
+            raise
+        return web.json_response(openai.full_response(req, sim["name"], n))
+    resp = web.StreamResponse(headers={"Content-Type": "text/event-stream",
+                                       "Cache-Control": "no-cache"})
+    await resp.prepare(request)
+    writer = resp._payload_writer  # aiohttp buffers headers until the first body write
+    if hasattr(writer, "send_headers"):
+        writer.send_headers()
+    stream = TokenStream(request.transport, openai.StreamFormat(req, sim["name"]), done,
+                         sim["trace"], req.token_ids[:8])
+    job = engine.submit(len(req.token_ids), req.max_tokens, hashes, stream.on_token)
     try:
-        if not req.stream:
-            ev = await queue.get()
-            while not ev.finished:
-                ev = await queue.get()
-            return web.json_response(openai.full_response(req, sim["name"], ev.index))
-        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream",
-                                           "Cache-Control": "no-cache"})
-        await resp.prepare(request)
-        first = True
-        while True:
-            ev = await queue.get()
-            data = fmt.chunk(ev.index, ev.finished)
-            if first:
-                data, first = fmt.first + data, False
-            if due is not None:
-                due.append(ev.due)
-            if ev.finished:
-                data += fmt.tail(ev.index)
-            await resp.write(data)
-            if ev.finished:
-                break
-        await resp.write_eof()
-        if due is not None:
-            sim["trace"].append({"prompt_head": req.token_ids[:8], "due": due})
-        return resp
-    except (asyncio.CancelledError, ConnectionResetError):
+        await done
+    except asyncio.CancelledError:
         engine.abort(job)
         raise
+    if stream.broken:
+        engine.abort(job)
+        return resp
+    await resp.write_eof()
+    return resp
+
+
+class TokenStream:
+    """Writes one request's tokens straight to its socket, called from the engine's step."""
+
+    __slots__ = ("transport", "fmt", "done", "first", "broken", "trace", "head", "due", "written")
+
+    def __init__(self, transport, fmt: openai.StreamFormat, done: asyncio.Future,
+                 trace: deque | None, head: list[int]) -> None:
+        self.transport, self.fmt, self.done = transport, fmt, done
+        self.first, self.broken = True, False
+        self.trace, self.head = trace, head
+        self.due: list[float] = []
+        self.written: list[float] = []
+
+    def on_token(self, index: int, finished: bool, due: float) -> None:
+        fmt = self.fmt
+        data = fmt.chunk(index, finished)
+        if self.first:
+            data, self.first = fmt.first + data, False
+        if finished:
+            data += fmt.tail(index)
+        transport = self.transport
+        if transport is None or transport.is_closing():
+            self.broken = True
+        else:  # one HTTP/1.1 chunk
+            transport.write(b"%x\r\n%b\r\n" % (len(data), data))
+        if self.trace is not None:
+            self.due.append(due)
+            self.written.append(time.perf_counter())
+            if finished:
+                self.trace.append({"prompt_head": self.head, "due": self.due,
+                                   "written": self.written})
+        if (finished or self.broken) and not self.done.done():
+            self.done.set_result(index)
 
 
 def build_app(core: EngineCore, engine: RealtimeEngine, name: str, root: str, gpu: str,
@@ -170,6 +205,8 @@ async def _serve(args, core: EngineCore) -> None:
     model_dir = args.model or args.model_tag
     name = (args.served_model_name or [model_dir])[0]
     engine = RealtimeEngine(core, args.time_scale)
+    if args.sim_trace:
+        engine.step_log = []
     app = build_app(core, engine, name, str(model_dir), args.gpu, args.sim_trace)
     runner = web.AppRunner(app, access_log=None, handle_signals=False)
     await runner.setup()
@@ -184,6 +221,10 @@ async def _serve(args, core: EngineCore) -> None:
     print("INFO:     Application startup complete.", flush=True)
     print(f"INFO:     Uvicorn running on http://{args.host}:{args.port} (Press CTRL+C to quit)",
           flush=True)
+    # Fewer, cheaper collections: a full collection over every live object stalls the loop
+    # (and every stream's next token) for milliseconds.
+    gc.freeze()
+    gc.set_threshold(50_000, 20, 1000)
     await stop.wait()
     print("INFO:     Shutting down", flush=True)
     await runner.cleanup()
