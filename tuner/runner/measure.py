@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import time
 import urllib.request
 from dataclasses import dataclass
@@ -19,7 +20,7 @@ from typing import Any, Callable, Mapping, Sequence
 from tuner import record
 from tuner.errors import EngineError, EngineExitedError
 from tuner.loadgen import SLO, LoadSpec, WorkloadSpec, run_benchmark
-from tuner.runner import engine, gpu, logparse
+from tuner.runner import crosscheck, engine, gpu, logparse
 from tuner.runner.ports import free_port
 from tuner.runner.server import Server
 from tuner.study.spec import StudySpec
@@ -35,6 +36,7 @@ class Slot:
     logs: Path
     worker: str
     host: str
+    crosscheck: bool = False
 
 
 class ServerDied(EngineError):
@@ -120,6 +122,14 @@ def measure(spec: StudySpec, flags: Mapping[str, Any], launch_flags: Mapping[str
             told = record.infeasible(spec, _failure(kind, str(e), server), attrs)
         if told is None:
             told = _benchmark(spec, server, attrs, phases, phase)
+            if slot.crosscheck and told.attrs.get("outcome") == record.MEASURED:
+                phase("crosscheck")
+                t0 = time.monotonic()
+                env = {**os.environ, **launch.env}
+                vllm = crosscheck.run(spec, server.url, engine.served_name(spec), env)
+                phases["crosscheck"] = time.monotonic() - t0
+                told = record.Told(told.state, told.values, told.constraints,
+                                   {**told.attrs, "vllm_bench": vllm})
     finally:
         phase("stop")
         phases["stop"] = server.stop(spec.engine.stop_grace_s)

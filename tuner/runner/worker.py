@@ -9,6 +9,7 @@ heartbeat (``fail_stale_trials``, run here since ask/tell runs no heartbeat of i
 
 from __future__ import annotations
 
+import dataclasses
 import signal
 import socket
 import time
@@ -22,6 +23,7 @@ import optuna
 from optuna.trial import TrialState
 
 from tuner import record
+from tuner.runner import crosscheck
 from tuner.runner.measure import Slot, measure
 from tuner.runner.progress import Progress
 from tuner.runner.proposal import Proposal, already_measured, propose
@@ -160,8 +162,9 @@ class Worker:
         if "phases" in told.attrs:
             ph = dict(told.attrs["phases"])
             ph["total"] = time.monotonic() - t0
-            ph["overhead"] = max(0.0, ph["total"] - ph.get("start", 0) - ph.get("benchmark", 0)
-                                 - ph.get("stop", 0) - ph.get("gpu_release", 0))
+            ph["overhead"] = max(0.0, ph["total"] - sum(
+                ph.get(k, 0) for k in ("start", "benchmark", "crosscheck", "stop",
+                                       "gpu_release")))
             told = record.Told(told.state, told.values, told.constraints,
                                {**told.attrs, "phases": ph})
         tell(self.study, trial, told)
@@ -182,7 +185,10 @@ class Worker:
             if seen is not None:
                 return record.duplicate(seen.number, seen.values, seen.constraints,
                                         seen.user_attrs, base)
-        return measure(spec, prop.flags, prop.launch, trial.number, self.slot, base, phase)
+        slot = self.slot
+        if self.summary.launched < spec.engine.crosscheck_trials and crosscheck.applicable(spec):
+            slot = dataclasses.replace(slot, crosscheck=True)
+        return measure(spec, prop.flags, prop.launch, trial.number, slot, base, phase)
 
     def _stopped(self, trial, prop: Proposal, base: dict) -> None:
         """Record the interrupted trial as stopped and queue its configuration again."""

@@ -159,6 +159,9 @@ class EngineSection(_Section):
     stop_grace_s: float = Field(20.0, ge=0)
     # A benchmark that has not finished by then is a hang (the server is stopped).
     benchmark_timeout_s: float = Field(1800.0, gt=0)
+    # A worker's first N launched trials also run `vllm bench serve` on the same server
+    # and workload, and store its figures beside ours (see tuner/runner/crosscheck.py).
+    crosscheck_trials: int = Field(0, ge=0)
     time_scale: float = Field(1.0, gt=0)
 
 

@@ -1,0 +1,58 @@
+"""Cross-checking a trial's measurement with vLLM's own benchmark on the same server.
+
+With ``engine.crosscheck_trials = N`` a worker's first N launched trials also run
+`vllm bench serve` (random prompts of the study's lengths, the same request count and
+concurrency, ignore_eos) right after our load generator, before the server stops; its
+figures are stored beside ours (user attribute ``vllm_bench``) so the two can be compared
+on the same runs. Only for the random workload on /v1/completions.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from tuner.study.spec import StudySpec
+
+KEYS = ("output_throughput", "request_throughput", "total_token_throughput", "completed",
+        "mean_ttft_ms", "median_ttft_ms", "p99_ttft_ms", "mean_itl_ms", "median_itl_ms",
+        "p99_itl_ms", "median_tpot_ms", "median_e2el_ms", "duration")
+
+
+def applicable(spec: StudySpec) -> bool:
+    return (spec.engine.kind == "vllm" and spec.workload.kind == "random"
+            and spec.workload.endpoint == "completions")
+
+
+def command(spec: StudySpec, url: str, model: str, result_dir: Path) -> list[str]:
+    w = spec.workload
+    cmd = [spec.engine.python, "-m", "vllm.entrypoints.cli.main", "bench", "serve",
+           "--backend", "openai", "--base-url", url, "--endpoint", "/v1/completions",
+           "--model", model, "--tokenizer", spec.model.path, "--dataset-name", "random",
+           "--random-input-len", str(w.input_len), "--random-output-len", str(w.output_len),
+           "--random-range-ratio", str(w.range_ratio), "--num-prompts", str(w.num_requests),
+           "--ignore-eos", "--num-warmups", str(w.warmup_requests), "--seed", str(w.seed),
+           "--percentile-metrics", "ttft,tpot,itl,e2el", "--metric-percentiles", "50,90,99",
+           "--save-result", "--result-dir", str(result_dir), "--result-filename", "r.json",
+           "--disable-tqdm"]
+    if w.max_concurrency:
+        cmd += ["--max-concurrency", str(w.max_concurrency)]
+    return cmd
+
+
+def run(spec: StudySpec, url: str, model: str, env: dict[str, str]) -> dict[str, Any]:
+    """vLLM's figures for the same workload, or {"error": ...}; never raises."""
+    with tempfile.TemporaryDirectory(prefix="tuner-crosscheck-") as tmp:
+        cmd = command(spec, url, model, Path(tmp))
+        try:
+            p = subprocess.run(cmd, capture_output=True, text=True, env=env,
+                               timeout=spec.engine.benchmark_timeout_s)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            return {"error": f"vllm bench serve did not run: {e}"}
+        if p.returncode != 0:
+            return {"error": f"vllm bench serve exited {p.returncode}: {p.stderr[-1500:]}"}
+        data = json.loads((Path(tmp) / "r.json").read_text())
+    return {k: data[k] for k in KEYS if k in data}
