@@ -81,7 +81,8 @@ def ours(url: str, model: Path, a: argparse.Namespace) -> dict:
     workload = WorkloadSpec(kind="random", input_len=a.input_len, output_len=a.output_len,
                             vocab_size=vocab, seed=a.seed)
     load = LoadSpec(max_concurrency=a.concurrency, num_requests=a.num_requests,
-                    warmup_requests=a.warmups, endpoint="completions", max_client_lag_ms=5.0)
+                    warmup_requests=a.warmups, endpoint="completions", max_client_lag_ms=5.0,
+                    text_prompts=a.text_prompts)
     r = asyncio.run(run_benchmark(url, str(model), workload, load))
     return dict(r.metrics, valid=r.valid, invalid_reason=r.invalid_reason, client=r.client)
 
@@ -133,6 +134,8 @@ def main() -> int:
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--port", type=int, default=8765)
+    p.add_argument("--text-prompts", action="store_true",
+                   help="our client sends text prompts too (vLLM's random dataset sends text)")
     p.add_argument("--out", default=str(ROOT / "bench" / "results" / "compare_vllm.json"))
     a = p.parse_args()
     if not VLLM_PY.exists():

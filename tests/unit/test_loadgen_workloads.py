@@ -105,6 +105,8 @@ def test_bodies_send_ids_to_completions_and_generate_and_words_to_chat():
     assert [m["role"] for m in chat["messages"]] == ["user", "assistant", "user"]
     assert chat["messages"][0]["content"] == ids_to_text(first.segments[0][1])
     assert chat["max_completion_tokens"] == 2
+    text = json.loads(build_body(first, "completions", "m", text_prompts=True))
+    assert text["prompt"] == ids_to_text(first.segments[0][1])
     gen = json.loads(build_body(first, "generate", "m", ignore_eos=False))
     assert gen["prompt"] == ids_to_text(first.segments[0][1])
     assert "ignore_eos" not in gen and "model" not in gen

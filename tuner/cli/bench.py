@@ -50,6 +50,8 @@ def register(subparsers) -> None:
     lo.add_argument("--client-processes", type=int, default=1)
     lo.add_argument("--http-client", choices=("fast", "aiohttp"), default="fast")
     lo.add_argument("--max-client-lag-ms", type=float, default=5.0)
+    lo.add_argument("--text-prompts", action="store_true",
+                    help="completions prompts as words, not token ids (servers without ids)")
     lo.add_argument("--no-ignore-eos", action="store_true",
                     help="let the model stop early (servers that reject ignore_eos)")
     s = p.add_argument_group("SLOs (goodput)")
@@ -78,7 +80,7 @@ def specs(args: argparse.Namespace) -> tuple[WorkloadSpec, LoadSpec, SLO]:
         burstiness=args.burstiness, num_requests=args.num_requests, duration_s=args.duration,
         warmup_requests=args.warmup, endpoint=args.endpoint,
         client_processes=args.client_processes, http_client=args.http_client,
-        ignore_eos=not args.no_ignore_eos,
+        ignore_eos=not args.no_ignore_eos, text_prompts=args.text_prompts,
         max_client_lag_ms=args.max_client_lag_ms)
     slo = SLO(ttft_p99_ms=args.slo_ttft_ms, itl_p99_ms=args.slo_itl_ms,
               tpot_ms=args.slo_tpot_ms, e2el_ms=args.slo_e2el_ms)

@@ -78,7 +78,13 @@ async def fetch_model(base_url: str) -> str:
 async def run_benchmark(base_url: str, model: str, workload: WorkloadSpec, load: LoadSpec,
                         slo: SLO | None = None, progress: Progress | None = None,
                         time_scale: float = 1.0) -> BenchmarkResult:
-    """Benchmark the server at ``base_url``; failed requests are data, never exceptions."""
+    """Benchmark the server at ``base_url`` serving ``model``.
+
+    Failed requests are data (``result.failures``), never exceptions; BenchmarkError only when
+    a client process dies. ``progress(done, total)`` is called as measured requests finish
+    (``total`` None for a duration). With ``time_scale`` k != 1 (a simulator running k times
+    faster than real time) time-based metrics are converted back to simulated time.
+    """
     base_url = base_url.rstrip("/")
     warm = await _warm_up(base_url, model, workload, load)
     plans = _plans(base_url, model, workload, load)
@@ -105,7 +111,7 @@ async def _warm_up(base_url: str, model: str, workload: WorkloadSpec,
     warm_spec = dataclasses.replace(workload, seed=workload.seed + WARMUP_SEED_OFFSET)
     plan = ShardPlan(base_url, model, warm_spec, load.endpoint, load.ignore_eos,
                      num_requests=load.warmup_requests, timeout_s=load.request_timeout_s,
-                     http_client=load.http_client,
+                     http_client=load.http_client, text_prompts=load.text_prompts,
                      concurrency=min(load.max_concurrency or load.warmup_requests,
                                      load.warmup_requests))
     return (await run_shard(plan)).outputs
@@ -126,7 +132,8 @@ def _plans(base_url: str, model: str, workload: WorkloadSpec, load: LoadSpec) ->
                   num_requests=load.num_requests, duration_s=load.duration_s,
                   arrivals=tuple(shard(arrivals, k, n)) if arrivals is not None else None,
                   concurrency=share_of(load.max_concurrency, k, n),
-                  timeout_s=load.request_timeout_s, http_client=load.http_client)
+                  timeout_s=load.request_timeout_s, http_client=load.http_client,
+                  text_prompts=load.text_prompts)
         for k in range(n)
     ]
 

@@ -44,6 +44,7 @@ class ShardPlan:
     concurrency: int | None = None
     timeout_s: float = 6 * 3600.0
     http_client: str = "fast"
+    text_prompts: bool = False
 
 
 @dataclass
@@ -63,7 +64,8 @@ class _Source:
         stop = plan.num_requests if plan.duration_s is None else None
         requests = itertools.islice(iter_requests(plan.workload), plan.k, stop, plan.n)
         pairs = ((plan.k + j * plan.n, r) for j, r in enumerate(requests))
-        bodies = ((i, r.prompt_len, build_body(r, plan.endpoint, plan.model, plan.ignore_eos))
+        bodies = ((i, r.prompt_len, build_body(r, plan.endpoint, plan.model, plan.ignore_eos,
+                                                  plan.text_prompts))
                   for i, r in pairs)
         self.items: Iterator = iter(list(bodies)) if stop is not None else bodies
 

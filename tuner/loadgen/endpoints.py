@@ -42,11 +42,16 @@ def _text(content: tuple[int, ...] | str) -> str:
     return content if isinstance(content, str) else ids_to_text(content)
 
 
-def build_body(request: Request, endpoint: str, model: str, ignore_eos: bool = True) -> bytes:
-    """The JSON body of ``request`` for ``endpoint``, encoded once before the run."""
+def build_body(request: Request, endpoint: str, model: str, ignore_eos: bool = True,
+               text_prompts: bool = False) -> bytes:
+    """The JSON body of ``request`` for ``endpoint``, encoded once before the run.
+    ``text_prompts`` spells completions prompts as words too (servers that take no ids)."""
     stream_options = {"include_usage": True}
     if endpoint == "completions":
-        body = {"model": model, "prompt": _prompt(request), "max_tokens": request.output_len,
+        prompt = _prompt(request)
+        if text_prompts and isinstance(prompt, list):
+            prompt = ids_to_text(tuple(prompt))
+        body = {"model": model, "prompt": prompt, "max_tokens": request.output_len,
                 "stream": True, "stream_options": stream_options}
     elif endpoint == "chat":
         messages = [{"role": role, "content": _text(c)} for role, c in request.segments]

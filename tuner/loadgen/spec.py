@@ -73,7 +73,8 @@ class LoadSpec:
     may start (requests in flight finish and count). ``warmup_requests`` are sent first and
     not counted. A run whose client lag p99 exceeds ``max_client_lag_ms`` is marked invalid.
     ``http_client`` "fast" (``http1``, the default) or "aiohttp" carries the requests; both
-    feed the same streaming loop.
+    feed the same streaming loop. ``text_prompts`` sends completions prompts as words instead
+    of token ids (for servers that take no ids; the input length becomes approximate).
     """
 
     max_concurrency: int | None = 256
@@ -89,6 +90,7 @@ class LoadSpec:
     request_timeout_s: float = 6 * 3600.0
     metrics_poll_s: float = 0.5
     http_client: str = "fast"
+    text_prompts: bool = False
 
     def __post_init__(self) -> None:
         if self.endpoint not in ENDPOINTS:
