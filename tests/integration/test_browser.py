@@ -76,6 +76,7 @@ def test_dashboard_and_report_show_trials_and_best_flags(storage_url, browser, r
             _wait_for_text(page, "Trial 13")
             body = page.inner_text("body")
             assert "14 Trials" in body and "Trial 0" in body
+            _wait_for_text(page, "Flags that differ from vLLM's defaults")  # the trial's note
             page.screenshot(path=str(ARTIFACTS / f"dashboard-trials-{tag}.png"), full_page=True)
 
             page.goto(study_page + "/note")

@@ -6,6 +6,9 @@ from __future__ import annotations
 import json
 import urllib.request
 
+import optuna
+from optuna_dashboard import get_note, save_note
+
 from tuner.results.dashboard import FIGURE_IDS, publish
 from tuner.study import open_study
 from tuner.testing.studies import dashboard_process, make_study
@@ -32,12 +35,20 @@ def test_dashboard_serves_every_study_with_figures_and_note(storage_url, tmp_pat
     assert "at http://127.0.0.1:" in log and "/dashboard/ (Ctrl-C stops it)" in log
 
 
-def test_publish_twice_overwrites_the_figures(storage_url):
+def test_publish_twice_overwrites_figures_and_keeps_user_notes(storage_url):
     make_study(storage_url, "mixed", n=8, name="again")
     opened = open_study("again", storage_url)
-    publish(opened)
+    said: list[str] = []
+    publish(opened, said.append)
+    assert "and 8 trial notes published" in said[-1]
     first = opened.study._storage.get_study_system_attrs(opened.study._study_id)
-    publish(open_study("again", storage_url))
+    trial = optuna.Trial(opened.study, opened.study.trials[3]._trial_id)
+    assert get_note(trial).startswith("### Trial 3: ")
+    assert "Flags that differ from vLLM's defaults" in get_note(trial)
+    save_note(trial, "my own words")  # as a user would in the dashboard
+    publish(open_study("again", storage_url), said.append)
+    assert "and 0 trial notes published" in said[-1]
+    assert get_note(trial) == "my own words"
     second = opened.study._storage.get_study_system_attrs(opened.study._study_id)
     plots = sorted(k for k in second if k.startswith("dashboard:plot_data:"))
     assert plots == sorted(k for k in first if k.startswith("dashboard:plot_data:"))

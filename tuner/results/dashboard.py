@@ -1,9 +1,12 @@
 """optuna-dashboard on a tuner storage, with the study-level figures it lacks.
 
-``publish`` writes, on the study itself (study system attributes, a few short writes):
-the metric names, three plotly figures (ids ``tuner-pareto``, ``tuner-hypervolume``,
-``tuner-flag-effects``, overwritten on each call) and a note with the best flags and the
-environment. ``serve`` runs the dashboard's own server (wsgiref) until interrupted.
+``publish`` writes, on the study itself (study system attributes, short writes): the
+metric names, three plotly figures (ids ``tuner-pareto``, ``tuner-hypervolume``,
+``tuner-flag-effects``, overwritten on each call), a note with the best flags and the
+environment, and a note per finished trial (outcome, key metrics, gains, the flags that
+differ from vLLM's defaults). Notes are written only where they changed and never over a
+note a user wrote in the dashboard; the trials themselves are never written. ``serve``
+runs the dashboard's own server (wsgiref) until interrupted.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import optuna
 from tuner.results.best import limits_for, pick_best
 from tuner.results.flagdiff import changed_flags, flag_words
 from tuner.results.gains import format_gains, gains
-from tuner.results.records import load_records
+from tuner.results.records import TrialRecord, load_records
 from tuner.results.serve import serve_argv
 from tuner.results.summary import Summary, summarise
 from tuner.space import shell_line
@@ -49,9 +52,60 @@ def note_markdown(s: Summary) -> str:
     return "\n".join(lines) + "\n"
 
 
+TRIAL_METRICS = (("output_throughput", "output tokens/s", "{:,.0f}"),
+                 ("median_itl_ms", "p50 ITL ms", "{:.1f}"), ("p99_itl_ms", "p99 ITL ms", "{:.1f}"),
+                 ("p99_ttft_ms", "p99 TTFT ms", "{:,.0f}"))
+
+
+def trial_note(s: Summary, r: TrialRecord) -> str:
+    """A trial's note: outcome, key metrics with gains, SLOs, the flags that differ."""
+    head = f"### Trial {r.number}: {r.outcome or r.state}"
+    lines = [head + (f" (baseline {r.baseline})" if r.baseline else ""), ""]
+    if r.duplicate_of is not None:
+        lines += [f"Same effective flags as trial {r.duplicate_of}; its measurement.", ""]
+    if r.metrics:
+        g = gains(r, s.default.record if s.default else None, s.spec.objectives)
+        lines += ["| metric | value | gain over default |", "|---|---|---|"]
+        for metric, name, pattern in TRIAL_METRICS:
+            v = r.metric(metric)
+            gain = "" if g.get(metric) is None else f"{g[metric]:+.1f}%"
+            lines.append(f"| {name} | {'-' if v is None else pattern.format(v)} | {gain} |")
+        missed = [k.removeprefix("slo:") for k, v in r.constraints.items()
+                  if k.startswith("slo:") and v > 0]
+        lines += ["", "SLOs: " + ("missed " + ", ".join(missed) if missed else "met"), ""]
+    if r.failure:
+        message = str(r.failure.get("message", "")).replace("`", "'")[:500]
+        lines += [f"Failure ({r.failure.get('class', '?')}): `{message}`", ""]
+    if r.flags:
+        lines += ["Flags that differ from vLLM's defaults: "
+                  f"`{flag_words(changed_flags(r.flags, s.space.defaults))}`"]
+    return "\n".join(lines) + "\n"
+
+
+def _ours(note: str, head: str) -> bool:
+    """Empty, or written by tuner: a note a user wrote in the dashboard is left alone."""
+    return not note or note.startswith(head)
+
+
+def _publish_trial_notes(study: optuna.Study, s: Summary) -> int:
+    """Write each finished trial's note where it changed; returns how many were written."""
+    from optuna_dashboard import get_note, save_note
+
+    written = 0
+    for r in s.records:
+        if r.state not in ("complete", "fail") or r.trial_id is None:
+            continue
+        handle = optuna.Trial(study, r.trial_id)  # only addresses the note; the trial is untouched
+        body, old = trial_note(s, r), get_note(handle)
+        if old != body and _ours(old, f"### Trial {r.number}: "):
+            save_note(handle, body)
+            written += 1
+    return written
+
+
 def publish(opened: OpenStudy, say: Callable[[str], None] = lambda _: None) -> Summary:
     """Compute the study's results and store the figures and the note for the dashboard."""
-    from optuna_dashboard import save_note, save_plotly_graph_object
+    from optuna_dashboard import get_note, save_note, save_plotly_graph_object
 
     from tuner.results import figures
 
@@ -64,8 +118,13 @@ def publish(opened: OpenStudy, say: Callable[[str], None] = lambda _: None) -> S
     makers = (figures.pareto_figure, figures.hypervolume_figure, figures.effects_figure)
     for graph_id, make in zip(FIGURE_IDS, makers):
         save_plotly_graph_object(study, make(s), graph_object_id=graph_id)
-    save_note(study, note_markdown(s))
-    say(f"tuner: study {s.name}: figures and note published ({s.counts_line})")
+    body = note_markdown(s)
+    old = get_note(study)
+    if old != body and _ours(old, "## tuner: "):
+        save_note(study, body)
+    notes = _publish_trial_notes(study, s)
+    say(f"tuner: study {s.name}: figures, note and {notes} trial notes published "
+        f"({s.counts_line})")
     return s
 
 

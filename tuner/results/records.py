@@ -42,6 +42,7 @@ class TrialRecord:
     vllm_version: str | None = None
     gpu_name: str | None = None
     kv_cache_tokens: int | None = None
+    trial_id: int | None = None             # the storage's id (for the dashboard's notes)
 
     @property
     def measured(self) -> bool:
@@ -84,6 +85,7 @@ def from_frozen(t: FrozenTrial) -> TrialRecord:
         vllm_version=a.get("vllm_version"),
         gpu_name=a.get("gpu_name"),
         kv_cache_tokens=int(kv) if isinstance(kv, (int, float)) else None,
+        trial_id=getattr(t, "_trial_id", None),
     )
 
 
