@@ -17,7 +17,8 @@ from tuner.results import load_records, pick_best, summarise
 from tuner.results.best import Pick, limits_for
 from tuner.results.flagdiff import changed_flags
 from tuner.results.gains import format_gains, gains
-from tuner.results.records import NoResultsError, default_baseline, describe_counts
+from tuner.results.errors import NoResultsError
+from tuner.results.records import default_baseline, describe_counts
 from tuner.results.serve import config_yaml, serve_argv, trial_document
 from tuner.results.summary import Summary
 from tuner.results.table import pareto_text

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tuner.results.errors import need
 from tuner.results.plotdata import front_line, pareto_data
 from tuner.results.summary import Summary
 
@@ -12,8 +13,7 @@ LABELS = {"front": "Pareto-optimal", "feasible": "meets the SLOs", "missed-slo":
 
 
 def _pyplot():
-    import matplotlib
-
+    matplotlib = need("matplotlib", "matplotlib", "tuner report's figures")
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 

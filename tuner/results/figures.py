@@ -4,6 +4,7 @@ flags matter. Plotly is imported only here."""
 
 from __future__ import annotations
 
+from tuner.results.errors import need
 from tuner.results.flagdiff import changed_flags, flag_words
 from tuner.results.plotdata import front_line, pareto_data
 from tuner.results.summary import Summary
@@ -13,9 +14,7 @@ NAMES = {"front": "Pareto-optimal", "feasible": "meets the SLOs", "missed-slo": 
 
 
 def _go():
-    import plotly.graph_objects as go
-
-    return go
+    return need("plotly.graph_objects", "plotly", "tuner dashboard's figures")
 
 
 def pareto_figure(s: Summary):

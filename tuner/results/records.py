@@ -16,11 +16,6 @@ import optuna
 from optuna.trial import FrozenTrial
 
 from tuner import record
-from tuner.errors import TunerError
-
-
-class NoResultsError(TunerError):
-    """The study has nothing that answers the question yet (exit code 1)."""
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,23 @@
+"""The results' errors (both exit 1), under ``tuner.errors.TunerError``."""
+
+from __future__ import annotations
+
+from tuner.errors import TunerError
+
+
+class NoResultsError(TunerError):
+    """The study has nothing that answers the question yet."""
+
+
+class MissingDependencyError(TunerError):
+    """An optional package a results command needs is not installed."""
+
+
+def need(module: str, package: str, what: str):
+    """Import ``module`` or say which package to install for ``what``."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError as e:
+        raise MissingDependencyError(f"{what} needs {package}: pip install {package}") from e
