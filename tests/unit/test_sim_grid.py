@@ -88,3 +88,20 @@ def test_grid_and_pareto_front():
 
 def json_safe(o: SimOutcome) -> bool:
     return all(not (isinstance(v, float) and math.isnan(v)) for v in o.to_dict().values())
+
+
+@pytest.mark.parametrize("flags, workload", [
+    ({}, SimWorkload(256, 300, 1024, 128, 0.5)),
+    ({"enable_chunked_prefill": False, "max_model_len": 2048}, SimWorkload(64, 200, 512, 64, 0.5)),
+    ({"max_num_batched_tokens": 256, "enforce_eager": True}, SimWorkload(128, 200, 1024, 64, 0.3)),
+    ({"max_model_len": 2048}, SimWorkload(64, 200, 128, 64, 0.5, num_prefixes=4, prefix_len=1024)),
+    ({"max_model_len": 2048, "enable_chunked_prefill": False},
+     SimWorkload(64, 200, 128, 64, 0.5, num_prefixes=4, prefix_len=1024)),
+    ({"gpu_memory_utilization": 0.13, "max_model_len": 2048}, SimWorkload(256, 200, 1024, 128, 0.5)),
+])
+def test_fast_loop_gives_the_reference_schedulers_outcome(flags, workload):
+    """The grid's lazy-decode loop and the step-by-step scheduler agree exactly (the last
+    case preempts, where the evaluator falls back to the reference)."""
+    fast = evaluate(flags, LLAMA3_8B, H200, workload, fast=True).to_dict()
+    slow = evaluate(flags, LLAMA3_8B, H200, workload, fast=False).to_dict()
+    assert fast == slow

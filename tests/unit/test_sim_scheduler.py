@@ -84,13 +84,16 @@ def test_prefix_cache_hits_shared_blocks_and_keeps_one_token_to_compute():
     tokens = list(range(16))
     first = Request(0, 16, 1, block_hashes(tokens, 4))
     assert pool.match(first.hashes, 16) == []
-    first.registered, first.n_blocks = [], 4
+    pool.take_hits(first, [])
+    pool.allocate(first, 4)
     pool.commit(first, 16)
     pool.free(first)
     again = Request(1, 16, 1, block_hashes(tokens, 4))
     hits = pool.match(again.hashes, 16)
     assert len(hits) == 3  # the last block is recomputed so that a token is sampled
+    pool.take_hits(again, hits)
     assert pool.hits == 12 and pool.queries == 32
+    assert pool.num_free() == 100 - 3
 
 
 def test_prefix_caching_computes_fewer_prompt_tokens():

@@ -19,6 +19,7 @@ import numpy as np
 
 from tuner.sim.config import EngineConfig, resolve
 from tuner.sim.core import EngineCore
+from tuner.sim.fastloop import Preempted, run_closed_loop_fast
 from tuner.sim.memory import MemoryPlan
 from tuner.sim.profiles import EngineConstants, GpuProfile, engine_constants
 from tuner.sim.scheduler import Request
@@ -55,8 +56,8 @@ class SimOutcome:
                 for k, v in d.items()}
 
 
-def _pct(values: list[float], q: float) -> float:
-    return float(np.percentile(values, q)) * 1000.0 if values else math.nan
+def _pct(values, q: float) -> float:
+    return float(np.percentile(values, q)) * 1000.0 if len(values) else math.nan
 
 
 def run_closed_loop(core: EngineCore, workload: SimWorkload) -> dict[str, Any]:
@@ -105,8 +106,12 @@ def run_closed_loop(core: EngineCore, workload: SimWorkload) -> dict[str, Any]:
 
 
 def evaluate(flags: Mapping[str, Any], shape: ModelShape, gpu: GpuProfile,
-             workload: SimWorkload, consts: EngineConstants | None = None) -> SimOutcome:
-    """Start (or refuse) one configuration and run the workload against it."""
+             workload: SimWorkload, consts: EngineConstants | None = None,
+             fast: bool = True) -> SimOutcome:
+    """Start (or refuse) one configuration and run the workload against it.
+
+    ``fast`` uses the lazy-decode loop (``fastloop.py``) unless a preemption occurs; False
+    forces the reference scheduler (the same outcome, slower)."""
     consts = consts or engine_constants()
     cfg = resolve(flags, shape, gpu)
     started = check_start(cfg, shape, gpu, consts)
@@ -117,13 +122,24 @@ def evaluate(flags: Mapping[str, Any], shape: ModelShape, gpu: GpuProfile,
         return SimOutcome(shown, False, "workload_too_long",
                           f"prompt + output up to {workload.max_total_len()} tokens exceeds "
                           f"max_model_len ({cfg.max_model_len})", kv_cache_tokens=started.kv_cache_tokens)
-    return _run(cfg, shape, gpu, consts, started, workload)
+    return _run(cfg, shape, gpu, consts, started, workload, fast)
 
 
 def _run(cfg: EngineConfig, shape: ModelShape, gpu: GpuProfile, consts: EngineConstants,
-         plan: MemoryPlan, workload: SimWorkload) -> SimOutcome:
+         plan: MemoryPlan, workload: SimWorkload, fast: bool = True) -> SimOutcome:
     core = EngineCore(cfg, shape, gpu, consts, plan)
-    r = run_closed_loop(core, workload)
+    r = None
+    if fast:
+        req_plan = request_plan(workload)
+        hashes = prompt_hashes(workload, cfg.block_size) if cfg.enable_prefix_caching else None
+        try:
+            r = run_closed_loop_fast(core, req_plan, hashes, workload.concurrency,
+                                     workload.num_requests)
+            r["itl"] = np.repeat(r.pop("itl_values"), r.pop("itl_counts"))
+        except Preempted:  # the reference scheduler handles preemption
+            core = EngineCore(cfg, shape, gpu, consts, plan)
+    if r is None:
+        r = run_closed_loop(core, workload)
     dur = r["duration_s"] or math.nan
     itl, ttft = r["itl"], r["ttft"]
     return SimOutcome(
@@ -131,7 +147,7 @@ def _run(cfg: EngineConfig, shape: ModelShape, gpu: GpuProfile, consts: EngineCo
         output_throughput=r["output_tokens"] / dur,
         request_throughput=workload.num_requests / dur,
         p99_itl_ms=_pct(itl, 99), median_itl_ms=_pct(itl, 50),
-        mean_itl_ms=float(np.mean(itl)) * 1000 if itl else math.nan,
+        mean_itl_ms=float(np.mean(itl)) * 1000 if len(itl) else math.nan,
         p99_ttft_ms=_pct(ttft, 99), median_ttft_ms=_pct(ttft, 50),
         kv_cache_tokens=plan.kv_cache_tokens, preemptions=core.preemptions,
         prefix_cache_hit_rate=r["hit_rate"], duration_s=r["duration_s"], steps=core.steps)

@@ -58,8 +58,6 @@ class BlockPool:
             if h not in refs:
                 break
             found.append(h)
-        self.queries += prompt_len
-        self.hits += len(found) * self.block_size
         return found
 
     def blocks_needed(self, req, num_tokens: int) -> int:
@@ -72,6 +70,11 @@ class BlockPool:
         return need <= self.num_free() - touched
 
     def take_hits(self, req, hits: Sequence[int]) -> None:
+        """Admit ``req`` holding its cached prefix ``hits``; counts the lookup (in tokens, as
+        vLLM's prefix_cache_queries/hits counters)."""
+        if self.caching:
+            self.queries += req.prompt_len
+            self.hits += len(hits) * self.block_size
         for h in hits:
             self.refs[h] += 1
             self.evictable.pop(h, None)
