@@ -67,6 +67,8 @@ class RealtimeEngine:
     def abort(self, req: Request) -> None:
         """Forget a request whose client went away (its blocks are freed)."""
         sched = self.core.scheduler
+        if req.finished:
+            return
         if req in sched.waiting:
             sched.waiting.remove(req)
         elif req in sched.running:

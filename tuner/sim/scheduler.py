@@ -166,6 +166,8 @@ class Scheduler:
         pool, max_len, bs = self.pool, self.cfg.max_model_len, self.pool.block_size
         done = False
         for req, n, _ in step.work:
+            if req.finished:  # aborted by its client while the step ran
+                continue
             c = req.computed + n
             req.computed = c
             if req.hashes and req.committed * bs < req.prompt_len:
