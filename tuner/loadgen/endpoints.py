@@ -13,6 +13,7 @@ Output length is exact through ``max_tokens`` plus ``ignore_eos``. The OpenAI en
 
 from __future__ import annotations
 
+import itertools
 import json
 
 from tuner.loadgen.streams import GenerateParser, SSEParser
@@ -21,14 +22,19 @@ from tuner.loadgen.workloads import Request
 PATHS = {"completions": "/v1/completions", "chat": "/v1/chat/completions", "generate": "/generate"}
 PARSERS = {"completions": SSEParser, "chat": SSEParser, "generate": GenerateParser}
 
-_SYLLABLES = [c + v for c in "bdfgklmnprstvz" for v in "aeiou"]
-_WORDS = [a + b for a in _SYLLABLES for b in _SYLLABLES]
+_LETTERS = "abcdefghijklmnopqrstuvwxyz"
+# Short lowercase letter strings, in the order the word-level tokenizers of tuner.modelfolder
+# list them from id 95 (after <unk> and the 94 printable ASCII characters): there id i spells
+# exactly token i, so text prompts keep their exact length. With real tokenizers a word is
+# usually one or two tokens. Distinct ids give distinct words, so prompts stay distinct.
+_WORDS = ["".join(p) for n in (2, 3, 4) for p in itertools.product(_LETTERS, repeat=n)]
+_FIRST_WORD_ID = 95
 
 
 def ids_to_text(ids: tuple[int, ...]) -> str:
-    """Token ids as a deterministic string of pseudo-words (one word per id)."""
-    words = _WORDS
-    return " ".join([words[i % len(words)] for i in ids])
+    """Token ids as a deterministic string of short words (one word per id)."""
+    words, first, n = _WORDS, _FIRST_WORD_ID, len(_WORDS)
+    return " ".join([words[(i - first) % n] for i in ids])
 
 
 def _prompt(request: Request) -> list[int] | str:
