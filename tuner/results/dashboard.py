@@ -88,19 +88,38 @@ def _ours(note: str, head: str) -> bool:
 
 
 def _publish_trial_notes(study: optuna.Study, s: Summary) -> int:
-    """Write each finished trial's note where it changed; returns how many were written."""
-    from optuna_dashboard import get_note, save_note
+    """Write each finished trial's note where it changed; returns how many were written.
 
+    The study's attributes are read once (optuna-dashboard's public ``get_note`` and
+    ``save_note`` read them all again for every note, which grows with the study)."""
+    from optuna_dashboard import _note
+
+    storage, study_id = study._storage, study._study_id
+    attrs = storage.get_study_system_attrs(study_id)
     written = 0
     for r in s.records:
         if r.state not in ("complete", "fail") or r.trial_id is None:
             continue
-        handle = optuna.Trial(study, r.trial_id)  # only addresses the note; the trial is untouched
-        body, old = trial_note(s, r), get_note(handle)
-        if old != body and _ours(old, f"### Trial {r.number}: "):
-            save_note(handle, body)
+        old = _note.get_note_from_system_attrs(attrs, r.trial_id)
+        body = trial_note(s, r)
+        if old["body"] != body and _ours(old["body"], f"### Trial {r.number}: "):
+            _write_note(storage, study_id, r.trial_id, old["version"] + 1, body, attrs)
             written += 1
     return written
+
+
+def _write_note(storage, study_id: int, trial_id: int, version: int, body: str,
+                attrs: dict) -> None:
+    """optuna-dashboard's ``save_note_with_version`` without its read-back: the chunks
+    an older, longer note left are blanked from the attributes already read."""
+    from optuna_dashboard import _note
+
+    chunks = _note.split_body(body, trial_id)
+    prefix = _note.note_str_key_prefix(trial_id)
+    stale = [k for k in attrs if k.startswith(prefix) and k not in chunks]
+    storage.set_study_system_attr(study_id, _note.note_ver_key(trial_id), version)
+    for key, value in [*chunks.items(), *((k, "") for k in stale if attrs[k])]:
+        storage.set_study_system_attr(study_id, key, value)
 
 
 def publish(opened: OpenStudy, say: Callable[[str], None] = lambda _: None) -> Summary:
@@ -122,6 +141,7 @@ def publish(opened: OpenStudy, say: Callable[[str], None] = lambda _: None) -> S
     old = get_note(study)
     if old != body and _ours(old, "## tuner: "):
         save_note(study, body)
+    say(f"tuner: study {s.name}: writing the figures and the trial notes")
     notes = _publish_trial_notes(study, s)
     say(f"tuner: study {s.name}: figures, note and {notes} trial notes published "
         f"({s.counts_line})")
