@@ -44,7 +44,7 @@ def register(subparsers) -> None:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from tuner.sim.server import serve
+    from tuner.sim.launch import serve
 
     if not (args.model or args.model_tag):
         raise UsageError("no model: pass --model DIR (a folder with a config.json)")

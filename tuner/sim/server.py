@@ -1,8 +1,7 @@
 """The HTTP front of the simulated engine: vLLM's OpenAI-compatible routes on aiohttp.
 
-``serve(args)`` is `tuner sim serve`: read the model's config.json, make vLLM's start checks
-(refusals exit 1 with vLLM's message on stderr), print vLLM's startup lines, then serve until
-SIGINT/SIGTERM. Token timing comes from ``RealtimeEngine``; nothing here sleeps.
+``run(args, core)`` serves a started engine core (see ``launch.py`` for the checks before)
+until SIGINT/SIGTERM. Token timing comes from ``RealtimeEngine``; nothing here sleeps.
 """
 
 from __future__ import annotations
@@ -10,32 +9,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
-import json
 import signal
-import sys
 import time
 from collections import deque
-from pathlib import Path
 
 from aiohttp import web
 
 from tuner.sim import openai
-from tuner.sim.config import resolve
 from tuner.sim.core import EngineCore
 from tuner.sim.engine import RealtimeEngine
-from tuner.sim.memory import MemoryPlan
 from tuner.sim.metrics import metrics_text
-from tuner.sim.profiles import engine_constants, load_gpu
-from tuner.sim.serveargs import engine_flags
-from tuner.sim.shape import load_shape
-from tuner.sim.startup import StartFailure, check_start, startup_lines
 
 VLLM_VERSION = "0.24.0"
 KEY = web.AppKey("sim", dict)
-
-
-def _log(line: str) -> None:
-    print(f"INFO {time.strftime('%m-%d %H:%M:%S')} [tuner.sim] {line}", flush=True)
 
 
 async def _health(request: web.Request) -> web.Response:
@@ -183,24 +169,6 @@ def build_app(core: EngineCore, engine: RealtimeEngine, name: str, root: str, gp
     return app
 
 
-def prepare(args) -> tuple[EngineCore, MemoryPlan] | StartFailure:
-    """Everything vLLM does before it listens: read the model, resolve flags, check memory."""
-    model_dir = args.model or args.model_tag
-    shape = load_shape(model_dir)
-    gpu = load_gpu(args.gpu)
-    consts = engine_constants()
-    cfg = resolve(engine_flags(args), shape, gpu)
-    started = check_start(cfg, shape, gpu, consts)
-    if isinstance(started, StartFailure):
-        return started
-    if args.num_gpu_blocks_override:
-        started = MemoryPlan(**{**started.__dict__, "num_blocks": args.num_gpu_blocks_override})
-    _log(f"non-default args and resolved config: {cfg}")
-    for line in startup_lines(cfg, gpu, started):
-        _log(line)
-    return EngineCore(cfg, shape, gpu, consts, started), started
-
-
 async def _serve(args, core: EngineCore) -> None:
     model_dir = args.model or args.model_tag
     name = (args.served_model_name or [model_dir])[0]
@@ -230,24 +198,8 @@ async def _serve(args, core: EngineCore) -> None:
     await runner.cleanup()
 
 
-def _refusal(failure: StartFailure) -> str:
-    """stderr of a refused start: the argument error, or the engine core's failure."""
-    if failure.kind == "invalid_config":
-        return f"Traceback (most recent call last):\n{failure.message}"
-    return (f"ERROR {time.strftime('%m-%d %H:%M:%S')} [core.py] EngineCore failed to start.\n"
-            f"Traceback (most recent call last):\n{failure.message}\n"
-            "RuntimeError: Engine core initialization failed. See root cause above. "
-            "Failed core proc(s): {}")
-
-
-def serve(args) -> int:
-    """Run the simulated server until a signal; 1 if vLLM would have refused to start."""
-    _log("simulated vLLM engine (tuner.sim): timings come from a model, not a GPU")
-    prepared = prepare(args)
-    if isinstance(prepared, StartFailure):
-        print(_refusal(prepared), file=sys.stderr, flush=True)
-        return 1
-    core, _ = prepared
+def run(args, core: EngineCore) -> int:
+    """Serve ``core`` until SIGINT/SIGTERM."""
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(_serve(args, core))
     return 0

@@ -1,0 +1,27 @@
+"""`python -m tuner.sim serve [vllm serve flags]`: the simulated server without the rest of
+the tuner CLI (it starts, and refuses, faster)."""
+
+import argparse
+import sys
+
+from tuner.sim.serveargs import add_serve_flags
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tuner.sim")
+    sub = parser.add_subparsers(dest="command", required=True)
+    add_serve_flags(sub.add_parser("serve", help="serve like `vllm serve` on a simulated GPU"))
+    args = parser.parse_args(argv)
+    if not (args.model or args.model_tag):
+        parser.error("no model: pass --model DIR (a folder with a config.json)")
+    from tuner.errors import TunerError
+    from tuner.sim.launch import serve
+
+    try:
+        return serve(args)
+    except TunerError as e:
+        print(f"tuner: error: {e}", file=sys.stderr)
+        return e.exit_code
+
+
+sys.exit(main())
