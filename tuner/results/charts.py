@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tuner.results.errors import need
-from tuner.results.plotdata import front_line, pareto_data
+from tuner.results.plotdata import front_line, label_of, labelled, pareto_data
 from tuner.results.summary import Summary
 
 COLOURS = {"front": "#d62728", "feasible": "#1f77b4", "missed-slo": "#b0b0b0"}
@@ -32,9 +32,9 @@ def pareto_png(s: Summary, path: Path) -> Path:
     line = front_line(data)
     if len(line) > 1:
         ax.plot(*zip(*line), color=COLOURS["front"], lw=1, zorder=2)
-    for p in data.points:
-        text = f"#{p.number}" + (f" {p.baseline}" if p.baseline else "")
-        ax.annotate(text, (p.x, p.y), textcoords="offset points", xytext=(4, 4), fontsize=7)
+    for p in labelled(data):
+        ax.annotate(label_of(p), (p.x, p.y), textcoords="offset points", xytext=(4, 4),
+                    fontsize=7)
     if data.x_limit is not None:
         ax.axvline(data.x_limit, color="#2ca02c", ls="--", lw=1, label=f"SLO {data.x_limit:g}")
     if data.y_limit is not None:

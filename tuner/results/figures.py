@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from tuner.results.errors import need
 from tuner.results.flagdiff import changed_flags, flag_words
-from tuner.results.plotdata import front_line, pareto_data
+from tuner.results.plotdata import front_line, label_of, labelled, pareto_data
 from tuner.results.summary import Summary
 
 COLOURS = {"front": "#d62728", "feasible": "#1f77b4", "missed-slo": "#a0a0a0"}
@@ -21,6 +21,7 @@ def pareto_figure(s: Summary):
     go = _go()
     data = pareto_data(s)
     flags = {r.number: flag_words(changed_flags(r.flags, s.space.defaults)) for r in s.records}
+    shown = {p.number for p in labelled(data)}
     fig = go.Figure()
     for kind in ("missed-slo", "feasible", "front"):
         pts = [p for p in data.points if p.kind == kind]
@@ -29,7 +30,7 @@ def pareto_figure(s: Summary):
         fig.add_trace(go.Scatter(
             x=[p.x for p in pts], y=[p.y for p in pts], mode="markers+text", name=NAMES[kind],
             marker={"color": COLOURS[kind], "size": 9},
-            text=[f"#{p.number}" + (f" {p.baseline}" if p.baseline else "") for p in pts],
+            text=[label_of(p) if p.number in shown else "" for p in pts],
             textposition="top right",
             hovertext=[f"trial {p.number}<br>{flags.get(p.number, '')}" for p in pts],
             hoverinfo="text+x+y"))

@@ -57,6 +57,18 @@ def pareto_data(s: Summary) -> ParetoData:
                       x_limit, limits.get(y_goal.metric))
 
 
+def labelled(data: ParetoData, most: int = 30) -> list[Point]:
+    """The points to write a label beside: all of a small study, else the front and the
+    baselines (the others keep their hover text)."""
+    if len(data.points) <= most:
+        return list(data.points)
+    return [p for p in data.points if p.kind == "front" or p.baseline]
+
+
+def label_of(p: Point) -> str:
+    return f"#{p.number}" + (f" {p.baseline}" if p.baseline else "")
+
+
 def front_line(data: ParetoData) -> list[tuple[float, float]]:
     """The front's points in x order (for a connecting line)."""
     return sorted((p.x, p.y) for p in data.points if p.kind == "front")
