@@ -41,8 +41,10 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def command(model_dir: Path, *flags: str) -> list[str]:
-    return [sys.executable, "-m", "tuner", "sim", "serve", "--model", str(model_dir), *flags]
+def command(model_dir: Path, *flags: str, cli: bool = False) -> list[str]:
+    """`python -m tuner.sim serve` (fast to start), or the full `tuner sim serve` CLI."""
+    prog = ["-m", "tuner", "sim"] if cli else ["-m", "tuner.sim"]
+    return [sys.executable, *prog, "serve", "--model", str(model_dir), *flags]
 
 
 @contextlib.contextmanager
@@ -133,11 +135,19 @@ def test_refused_start_exits_1_with_vllms_message(model_dir, flags, words):
     assert words in done.stderr
 
 
-def test_unknown_flag_is_a_usage_error(model_dir):
-    done = subprocess.run(command(model_dir, "--no-such-flag", "1"), capture_output=True,
+@pytest.mark.parametrize("cli", [False, True])
+def test_unknown_flag_is_a_usage_error(model_dir, cli):
+    done = subprocess.run(command(model_dir, "--no-such-flag", "1", cli=cli), capture_output=True,
                           text=True, timeout=60)
     assert done.returncode == 2
     assert "unrecognized arguments: --no-such-flag" in done.stderr
+
+
+def test_the_tuner_cli_refuses_like_vllm(model_dir):
+    done = subprocess.run(command(model_dir, "--gpu-memory-utilization", "0.05", cli=True),
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1
+    assert "No available memory for the cache blocks" in done.stderr
 
 
 def late_fraction(metrics_page: str) -> float:
