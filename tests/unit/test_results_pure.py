@@ -155,12 +155,22 @@ def test_from_frozen_reads_the_trial_record():
         user_attrs={"outcome": "measured", "flags": {"max_num_seqs": 64},
                     "metrics": {"output_throughput": 3000.0, "p99_itl_ms": 90.0, "x": "no"},
                     "baseline": "default", "gpu_name": "NVIDIA H200",
-                    "kv_cache_tokens": 1000, "command": ["vllm", "serve"]},
+                    "kv_cache_tokens": 1000, "command": ["vllm", "serve"],
+                    "client": {"valid": False}},
         constraints={"starts": 0.0, "slo:p99_itl_ms": -10.0})
     r = from_frozen(t)
     assert r.measured and r.feasible and r.state == "complete" and r.baseline == "default"
     assert r.constraints == {"starts": 0.0, "slo:p99_itl_ms": -10.0}
     assert r.metrics == {"output_throughput": 3000.0, "p99_itl_ms": 90.0}
     assert r.command == ("vllm", "serve") and r.kv_cache_tokens == 1000
+    assert r.client_valid is False
     assert describe_counts([r, rec(1, None, None, outcome=None, state="waiting")]) == \
         "2 trials: 1 measured, 1 waiting"
+
+
+def test_one_objective_study():
+    goal = (GOALS[0],)
+    records = [rec(0, 3000, 200), rec(1, 3500, 100), rec(2, 3500, 90, flags={"x": 1})]
+    assert [r.number for r in pareto_front(records, goal)] == [1, 2]  # equal values tie
+    assert [v for _, v in history(records, goal, (3000,))] == [0, 500, 500]
+    assert pick_best(records, goal, {}, "latency").metric == "p99_itl_ms"

@@ -73,6 +73,9 @@ def trial_note(s: Summary, r: TrialRecord) -> str:
         missed = [k.removeprefix("slo:") for k, v in r.constraints.items()
                   if k.startswith("slo:") and v > 0]
         lines += ["", "SLOs: " + ("missed " + ", ".join(missed) if missed else "met"), ""]
+        if not r.client_valid:
+            lines += ["The load generator was the bottleneck of this run: the numbers "
+                      "understate the server.", ""]
     if r.failure:
         message = str(r.failure.get("message", "")).replace("`", "'")[:500]
         lines += [f"Failure ({r.failure.get('class', '?')}): `{message}`", ""]

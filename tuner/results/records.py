@@ -38,6 +38,7 @@ class TrialRecord:
     gpu_name: str | None = None
     kv_cache_tokens: int | None = None
     trial_id: int | None = None             # the storage's id (for the dashboard's notes)
+    client_valid: bool = True               # False: the load generator was the bottleneck
 
     @property
     def measured(self) -> bool:
@@ -81,6 +82,7 @@ def from_frozen(t: FrozenTrial) -> TrialRecord:
         gpu_name=a.get("gpu_name"),
         kv_cache_tokens=int(kv) if isinstance(kv, (int, float)) else None,
         trial_id=getattr(t, "_trial_id", None),
+        client_valid=bool((a.get("client") or {}).get("valid", True)),
     )
 
 

@@ -70,4 +70,6 @@ def trial_document(spec: StudySpec, r: TrialRecord, changed: Mapping[str, Any],
         "vllm_version": r.vllm_version,
         "gpu_name": r.gpu_name,
         "kv_cache_tokens": r.kv_cache_tokens,
+        # False when the load generator, not the server, was the bottleneck of the run.
+        "measurement_valid": r.client_valid,
     }
