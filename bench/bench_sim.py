@@ -2,8 +2,8 @@
 
 Starts the simulated server (H200, Llama-3-8B shape, vLLM defaults, time scale 1, with
 ``--sim-trace`` so it keeps each request's modelled token times), drives it in closed loop at
-concurrency 256 with the load generator's own request bodies, stream reader and clock
-(``tuner.loadgen``), then compares every token's arrival at the client with the time the
+concurrency 256 with the load generator's own request bodies, fast HTTP client, stream
+reader and clock (``tuner.loadgen``), then compares every token's arrival at the client with the time the
 model says it was produced. Both sides use ``time.perf_counter`` (CLOCK_MONOTONIC, shared by
 processes on Linux). Writes bench/results/sim.json.
 
@@ -29,7 +29,7 @@ import aiohttp
 import numpy as np
 
 from tuner.loadgen import RequestOutput, WorkloadSpec
-from tuner.loadgen.client import send
+from tuner.loadgen.http1 import Client, send_fast
 from tuner.loadgen.endpoints import build_body
 from tuner.loadgen.streams import SSEParser
 from tuner.loadgen.workloads import take
@@ -68,18 +68,19 @@ async def drive(url: str, model: str, n: int, concurrency: int) -> tuple[list, l
     heads = [list(r.segments[0][1][:8]) for r in reqs]
     outs: list[RequestOutput] = []
     queue = list(range(n))[::-1]
-    connector = aiohttp.TCPConnector(limit=concurrency)
+    client = Client(url)  # the load generator's default ("fast") HTTP client
     t0 = time.perf_counter()
-    async with aiohttp.ClientSession(connector=connector,
-                                     timeout=aiohttp.ClientTimeout(total=3600)) as s:
-        async def worker() -> None:
-            while queue:
-                i = queue.pop()
-                out = RequestOutput(index=i)
-                await send(s, url + "/v1/completions", bodies[i], SSEParser(), out)
-                outs.append(out)
 
-        await asyncio.gather(*(worker() for _ in range(concurrency)))
+    async def worker() -> None:
+        while queue:
+            i = queue.pop()
+            out = RequestOutput(index=i)
+            await send_fast(client, "/v1/completions", bodies[i], SSEParser(), out,
+                            time.perf_counter)
+            outs.append(out)
+
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    await client.close()
     return outs, heads, time.perf_counter() - t0
 
 
@@ -118,7 +119,7 @@ def main() -> int:
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     prof = ["-m", "cProfile", "-o", os.environ["BENCH_SIM_PROFILE"]] if os.environ.get("BENCH_SIM_PROFILE") else []
-    proc = subprocess.Popen([sys.executable, *prof, "-m", "tuner", "sim", "serve", "--model",
+    proc = subprocess.Popen([sys.executable, *prof, "-m", "tuner.sim", "serve", "--model",
                              str(model_dir), "--port", str(port), "--gpu", "h200",
                              "--sim-trace"], stdout=subprocess.DEVNULL)
     try:
