@@ -180,7 +180,9 @@ def test_chunked_prefill_small_budget_lowers_p99_itl_and_costs_throughput(model_
     common = ["--max-model-len", "2048", "--max-num-seqs", "16", "--no-enable-prefix-caching"]
     small = bench(model_dir, common + ["--enable-chunked-prefill", "--max-num-batched-tokens", "128"], MIXED)
     off = bench(model_dir, common + ["--no-enable-chunked-prefill"], MIXED)
-    assert small["p99_itl_ms"] < 0.8 * off["p99_itl_ms"]  # ~10 vs ~75 ms on an idle host
+    # Prefill-first stalls a quarter of all decodes here, so p90 shows the law; p99 shows it
+    # too on an idle host (~10 vs ~75 ms) but on a loaded one it measures the host's hiccups.
+    assert small["p90_itl_ms"] < 0.5 * off["p90_itl_ms"]
     assert small["output_throughput"] < off["output_throughput"]
 
 
