@@ -51,13 +51,17 @@ def _events(response) -> list[dict]:
 def test_streams_exactly_the_tokens_asked_for(tiny_server, tiny_model_dir, record_property):
     record_property("start_s", round(tiny_server.start_s, 1))
     body = {"model": str(tiny_model_dir), "prompt": [95, 96, 97, 98, 99, 100, 101, 102],
-            "max_tokens": 16, "ignore_eos": True, "stream": True,
+            "max_tokens": 16, "ignore_eos": True, "stream": True, "return_token_ids": True,
             "stream_options": {"include_usage": True}}
     with _post(tiny_server.server.url + "/v1/completions", body) as response:
         events = _events(response)
-    chunks = [e for e in events if e["choices"]]
-    assert len(chunks) == 16
-    assert chunks[-1]["choices"][0]["finish_reason"] == "length"
+    chunks = [e["choices"][0] for e in events if e["choices"]]
+    # One chunk per token, except that vLLM merges the deltas of a request when its API
+    # server falls behind the engine (a busy machine): count the tokens, not the chunks.
+    assert 1 <= len(chunks) <= 16
+    assert sum(len(c["token_ids"]) for c in chunks) == 16
+    assert all(0 <= t < 1024 for c in chunks for t in c["token_ids"])
+    assert chunks[-1]["finish_reason"] == "length"
     assert events[-1]["usage"] == {"prompt_tokens": 8, "completion_tokens": 16,
                                    "total_tokens": 24}
 
