@@ -226,3 +226,25 @@ def test_a_client_that_goes_away_frees_its_blocks(model_dir):
         metrics = asyncio.run(run(url))
     assert re.search(r"vllm:num_requests_running\{[^}]*\} 0", metrics)
     assert re.search(r"vllm:kv_cache_usage_perc\{[^}]*\} 0\.0\b", metrics)
+
+
+def test_preemptions_show_in_metrics_when_blocks_run_out(model_dir):
+    """As with vLLM's --num-gpu-blocks-override 17 and 8 long requests (VLLM.md)."""
+    async def run(url: str) -> str:
+        async with aiohttp.ClientSession() as s:
+            async def one(i: int) -> None:
+                body = {"model": str(model_dir), "prompt": list(range(1000 * i, 1000 * i + 200)),
+                        "max_tokens": 100, "stream": True}
+                async with s.post(url + "/v1/completions", json=body) as r:
+                    assert r.status == 200
+                    await r.read()
+            await asyncio.gather(*(one(i) for i in range(8)))
+            async with s.get(url + "/metrics") as r:
+                return await r.text()
+
+    with server(model_dir, "--max-model-len", "512", "--num-gpu-blocks-override", "40",
+                time_scale=4.0) as (url, _):
+        metrics = asyncio.run(run(url))
+    preempted = re.search(r"vllm:num_preemptions_total\{[^}]*\} (\d+)", metrics)
+    assert int(preempted.group(1)) > 0
+    assert re.search(r'vllm:request_success_total\{[^}]*\} 8\b', metrics)
