@@ -22,6 +22,7 @@ from tuner.errors import EngineError, EngineExitedError
 from tuner.loadgen import SLO, LoadSpec, WorkloadSpec, run_benchmark
 from tuner.runner import crosscheck, engine, gpu, logparse
 from tuner.runner.ports import free_port
+from tuner.runner.interrupts import deferred_interrupts
 from tuner.runner.server import Server
 from tuner.study.spec import StudySpec
 
@@ -131,17 +132,23 @@ def measure(spec: StudySpec, flags: Mapping[str, Any], launch_flags: Mapping[str
                 told = record.Told(told.state, told.values, told.constraints,
                                    {**told.attrs, "vllm_bench": vllm})
     finally:
-        phase("stop")
-        phases["stop"] = server.stop(spec.engine.stop_grace_s)
-        released = gpu.wait_released(slot.gpus, gpu_before)
-        if released is not None:
-            phases["gpu_release"] = released
+        # A measurement is worth keeping: an interrupt while the server stops is held
+        # until the trial is told (the server is stopped either way).
+        with deferred_interrupts() as held:
+            phase("stop")
+            phases["stop"] = server.stop(spec.engine.stop_grace_s)
+            released = gpu.wait_released(slot.gpus, gpu_before)
+            if released is not None:
+                phases["gpu_release"] = released
+    if held.pending and told is None:
+        raise KeyboardInterrupt
     log = server.log()
     extra = {"kv_cache_tokens": logparse.kv_cache_tokens(log), "phases": phases}
     extra["vllm_version"] = told.attrs.get("vllm_version") or logparse.vllm_version(log)
     extra["gpu_name"] = (gpu.name(slot.gpus[0]) if slot.gpus else None) or (
         f"{spec.hardware.gpu} (simulated)" if spec.engine.kind == "sim" else spec.hardware.gpu)
-    return record.Told(told.state, told.values, told.constraints, {**told.attrs, **extra})
+    return record.Told(told.state, told.values, told.constraints,
+                       {**told.attrs, **extra, **({"interrupted": True} if held.pending else {})})
 
 
 def _benchmark(spec: StudySpec, server: Server, attrs: dict, phases: dict,

@@ -10,6 +10,7 @@ heartbeat (``fail_stale_trials``, run here since ask/tell runs no heartbeat of i
 from __future__ import annotations
 
 import dataclasses
+import os
 import signal
 import socket
 import time
@@ -24,6 +25,7 @@ from optuna.trial import TrialState
 
 from tuner import record
 from tuner.runner import crosscheck
+from tuner.runner.interrupts import deferred_interrupts
 from tuner.runner.measure import Slot, measure
 from tuner.runner.progress import Progress
 from tuner.runner.proposal import Proposal, already_measured, propose
@@ -93,8 +95,12 @@ class Worker:
         self.opened = open_study(study_name, storage_url, heartbeat=True)
         spec = self.opened.spec
         self.registration: Registration | None = None
-        seed = None if spec.search.seed is None else spec.search.seed + zlib.crc32(
-            f"{socket.gethostname()}-{gpus}".encode()) % 100_000
+        # Each worker (and each restart of one) needs its own stream of random proposals:
+        # the same seed would propose the same start-up configurations again (seen on the
+        # GPU run: a resumed worker's first proposal duplicated the last worker's).
+        seed = None if spec.search.seed is None else (
+            spec.search.seed + zlib.crc32(f"{socket.gethostname()}-{os.getpid()}-"
+                                          f"{time.time_ns()}".encode())) % 2**31
         self.study = optuna.load_study(study_name=study_name, storage=self.opened.study._storage,
                                        sampler=make_sampler(spec.search.sampler, seed))
         self.gpus, self.n_trials, self.timeout_s = gpus, n_trials, timeout_s
@@ -167,12 +173,15 @@ class Worker:
                                        "gpu_release")))
             told = record.Told(told.state, told.values, told.constraints,
                                {**told.attrs, "phases": ph})
-        tell(self.study, trial, told)
+        with deferred_interrupts() as held:
+            tell(self.study, trial, told)
         reg.trial_id = None
         reg.set(trial=None, phase="idle")
         outcome = told.attrs["outcome"]
         self.summary.add(outcome)
         self.progress.end(outcome, _short(told), best_line(self.opened))
+        if held.pending or told.attrs.get("interrupted"):
+            raise KeyboardInterrupt  # delivered now that the measurement is recorded
         return outcome
 
     def _decide(self, trial, prop: Proposal, base: dict, phase) -> record.Told:
