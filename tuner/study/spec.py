@@ -144,6 +144,27 @@ class SearchSection(_Section):
     seed: int | None = 0
     baselines: bool = True
     repeats: bool = False
+    # Stopping rules beside n_trials (tuner/runner/stopping.py): no new trial after the
+    # deadline (a time, "2026-12-01T08:00", in the worker's local time unless it has an
+    # offset, or a duration from `tuner launch`, "8h"), nor once the hypervolume has not
+    # improved for `patience` finished trials.
+    deadline: str | None = None
+    patience: int | None = Field(None, ge=1)
+
+    @field_validator("deadline")
+    @classmethod
+    def _deadline(cls, v: str | None) -> str | None:
+        import datetime
+        import re
+
+        if v is None or re.fullmatch(r"\s*\d+(\.\d+)?\s*[smhd]?\s*", v):
+            return v
+        try:
+            datetime.datetime.fromisoformat(v)
+        except ValueError:
+            raise ValueError(f"not a time or a duration: {v!r}; give e.g. "
+                             "'2026-12-01T08:00' or '8h'") from None
+        return v
 
 
 class EngineSection(_Section):
