@@ -1,0 +1,74 @@
+"""Tables from a GPU study database: every trial's flags and metrics, and our load
+generator beside `vllm bench serve` on the trials that cross-checked.
+
+    .venv/bin/python scripts/gpu/summarize.py results/h200/study.db llama3-8b-h200 results/h200
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import optuna
+
+optuna.logging.set_verbosity(optuna.logging.WARNING)
+
+SHORT = {"max_num_batched_tokens": "budget", "max_model_len": "max-len",
+         "gpu_memory_utilization": "mem", "enable_prefix_caching": "prefix",
+         "enable_chunked_prefill": "chunked", "enforce_eager": "eager",
+         "max_num_seqs": "seqs", "block_size": "block", "kv_cache_dtype": "kv"}
+COMPARE = ("output_throughput", "median_ttft_ms", "median_itl_ms", "p99_itl_ms", "p99_ttft_ms")
+GOAL = {"output_throughput": 0.05, "median_ttft_ms": 0.10, "median_itl_ms": 0.10}
+
+
+def main(db: str, name: str, out: str) -> int:
+    study = optuna.load_study(study_name=name, storage=f"sqlite:///{db}")
+    rows, cmp_rows, dump = [], [], []
+    for t in study.trials:
+        u = t.user_attrs
+        m, f = u.get("metrics") or {}, u.get("flags") or {}
+        dump.append({"number": t.number, "state": t.state.name, **{k: u.get(k) for k in (
+            "outcome", "baseline", "flags", "command", "metrics", "vllm_bench", "server",
+            "noise", "phases", "kv_cache_tokens", "vllm_version", "gpu_name",
+            "duplicate_of", "failure")}})
+        flags = " ".join(f"{SHORT[k]}={v}" for k, v in f.items() if k in SHORT)
+        tput = f"{m['output_throughput']:,.0f}" if m else "-"
+        itl = f"{m['p99_itl_ms']:.1f}" if m else "-"
+        ttft = f"{m['median_ttft_ms']:,.0f}" if m else "-"
+        note = u.get("baseline") or (f"duplicate of {u['duplicate_of']}" if "duplicate_of" in u
+                                     else "")
+        rows.append(f"| {t.number} | {u.get('outcome', t.state.name.lower())} | {note} | "
+                    f"{tput} | {itl} | {ttft} | {u.get('kv_cache_tokens') or '-'} | {flags} |")
+        v = u.get("vllm_bench") or {}
+        if v and m:
+            cells = []
+            for k in COMPARE:
+                d = (m[k] - v[k]) / v[k]
+                goal = GOAL.get(k)
+                mark = "" if goal is None else (" ✓" if abs(d) <= goal else " ✗")
+                cells.append(f"{m[k]:,.1f} / {v[k]:,.1f} ({d:+.1%}{mark})")
+            cmp_rows.append(f"| {t.number} | {u.get('baseline') or 'sampled'} | "
+                            + " | ".join(cells) + " |")
+    meta = next((d for d in dump if d.get("gpu_name")), {})
+    head = (f"GPU: {meta.get('gpu_name')}, vLLM {meta.get('vllm_version')}; study `{name}` "
+            f"(studies/{name}.toml): random prompts 1024 in / 128 out, 1,000 requests per "
+            "trial, closed loop at concurrency 256.\n\n")
+    trials = (head + "| trial | outcome | baseline / note | output tok/s | p99 ITL ms | "
+              "median TTFT ms | KV-cache tokens | flags |\n|---|---|---|---|---|---|---|---|\n"
+              + "\n".join(rows) + "\n")
+    compare = (head + "Same server, same workload, run back to back: ours, then "
+               "`vllm bench serve` (cells: ours / vLLM's (difference); goals: throughput "
+               "within 5 %, median TTFT and ITL within 10 %).\n\n| trial | config | "
+               + " | ".join(COMPARE) + " |\n" + "|---" * (len(COMPARE) + 2) + "|\n"
+               + "\n".join(cmp_rows) + "\n")
+    Path(out, "trials.md").write_text(trials)
+    Path(out, "comparison.md").write_text(compare)
+    Path(out, "trials.json").write_text(json.dumps(dump, indent=1, default=str))
+    print(trials)
+    print(compare)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(*sys.argv[1:4]))
