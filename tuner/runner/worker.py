@@ -13,6 +13,7 @@ import dataclasses
 import os
 import signal
 import socket
+import threading
 import time
 import warnings
 import zlib
@@ -29,9 +30,10 @@ from tuner.runner.interrupts import deferred_interrupts
 from tuner.runner.measure import Slot, measure
 from tuner.runner.progress import Progress
 from tuner.runner.proposal import Proposal, already_measured, propose
-from tuner.runner.registry import Registration, stop_requested
+from tuner.runner.registry import STOP, Registration, stop_requested
 from tuner.runner.tell import tell
 from tuner.study import OpenStudy, make_sampler, open_study
+from tuner.study.outage import retrying
 from tuner.study.storage import HEARTBEAT_S
 
 MAX_DUPLICATES_IN_A_ROW = 25
@@ -88,11 +90,31 @@ def _sigterm_as_interrupt(signum, frame):
     raise KeyboardInterrupt
 
 
+class _Registration(Registration):
+    """Also answers `tuner stop --now` (the stop attr set to "now"): the heartbeat thread
+    sends SIGTERM to this process once, which the trial loop turns into a clean stop."""
+
+    _signalled = False
+
+    def beat(self) -> None:
+        super().beat()
+        if self._signalled or threading.current_thread() is not self._thread:
+            return
+        try:
+            now = self.study._storage.get_study_user_attrs(self.study._study_id).get(STOP)
+        except Exception:  # the storage may be down for a while
+            return
+        if now == "now" and not self._stop.is_set():
+            self._signalled = True
+            os.kill(os.getpid(), signal.SIGTERM)
+
+
 class Worker:
     def __init__(self, study_name: str, storage_url: str, gpus: tuple[int, ...],
                  n_trials: int | None = None, timeout_s: float | None = None,
                  progress: Progress | None = None) -> None:
         self.opened = open_study(study_name, storage_url, heartbeat=True)
+        self.storage_url = storage_url
         spec = self.opened.spec
         self.registration: Registration | None = None
         # Each worker (and each restart of one) needs its own stream of random proposals:
@@ -107,6 +129,7 @@ class Worker:
         self.slot = Slot(gpus, study_dir(study_name) / "logs", "", socket.gethostname())
         self.progress = progress or Progress(n_trials or spec.search.n_trials)
         self.summary = Summary()
+        self.started_at = time.time()
 
     def _done(self, started: float, dup_run: int) -> str | None:
         spec = self.opened.spec
@@ -120,23 +143,30 @@ class Worker:
             return f"{dup_run} proposals in a row repeated measured configurations"
         if stop_requested(self.study):
             return "a stop was requested (tuner stop)"
+        if spec.search.deadline or spec.search.patience:
+            from tuner.results.records import load_records
+            from tuner.runner.stopping import LAUNCHED_AT, study_reason
+
+            attrs = self.study._storage.get_study_user_attrs(self.study._study_id)
+            launched = float(attrs.get(LAUNCHED_AT) or self.started_at)
+            return study_reason(spec, load_records(self.study), launched, time.time())
         return None
 
     def run(self) -> Summary:
         previous = signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
         warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
         warnings.filterwarnings("ignore", message=".*Heartbeat.*")
-        self.registration = Registration(self.study, self.gpus, HEARTBEAT_S)
+        self.registration = _Registration(self.study, self.gpus, HEARTBEAT_S)
         self.slot = Slot(self.gpus, self.slot.logs, self.registration.id, self.slot.host)
         self.registration.start()
         started, dup_run, state = time.monotonic(), 0, "exited"
         try:
             while True:
-                reason = self._done(started, dup_run)
+                reason = self._db(lambda: self._done(started, dup_run))
                 if reason:
                     self.summary.reason = reason
                     break
-                optuna.storages.fail_stale_trials(self.study)
+                self._db(lambda: optuna.storages.fail_stale_trials(self.study))
                 outcome = self._one_trial()
                 dup_run = dup_run + 1 if outcome == record.DUPLICATE else 0
         except KeyboardInterrupt:
@@ -146,12 +176,16 @@ class Worker:
             signal.signal(signal.SIGTERM, previous)
         return self.summary
 
+    def _db(self, call):
+        """A storage call that waits out a database outage (tuner.study.outage)."""
+        return retrying(call, url=self.storage_url, say=self.progress.say)
+
     def _one_trial(self) -> str:
-        trial = self.study.ask(self.opened.space.distributions())
+        trial = self._db(lambda: self.study.ask(self.opened.space.distributions()))
         reg = self.registration
         reg.trial_id = trial._trial_id
         reg.set(trial=trial.number, phase="propose")
-        prop = propose(self.opened.space, trial)
+        prop = self._db(lambda: propose(self.opened.space, trial))
         base = {**prop.attrs(), "worker": reg.id, "host": self.slot.host}
         self.progress.begin(trial.number)
         t0 = time.monotonic()
@@ -174,12 +208,12 @@ class Worker:
             told = record.Told(told.state, told.values, told.constraints,
                                {**told.attrs, "phases": ph})
         with deferred_interrupts() as held:
-            tell(self.study, trial, told)
+            self._db(lambda: tell(self.study, trial, told))
         reg.trial_id = None
         reg.set(trial=None, phase="idle")
         outcome = told.attrs["outcome"]
         self.summary.add(outcome)
-        self.progress.end(outcome, _short(told), best_line(self.opened))
+        self.progress.end(outcome, _short(told), self._db(lambda: best_line(self.opened)))
         if held.pending or told.attrs.get("interrupted"):
             raise KeyboardInterrupt  # delivered now that the measurement is recorded
         return outcome
@@ -190,7 +224,7 @@ class Worker:
             return record.infeasible(spec, {"class": "rules", "message": prop.infeasible,
                                             "log_tail": ""}, base)
         if not prop.baseline and not spec.search.repeats:
-            seen = already_measured(self.study, prop.flags, trial.number)
+            seen = self._db(lambda: already_measured(self.study, prop.flags, trial.number))
             if seen is not None:
                 return record.duplicate(seen.number, seen.values, seen.constraints,
                                         seen.user_attrs, base)

@@ -1,0 +1,155 @@
+"""`tuner launch`: one background `tuner worker` per GPU group, detached from the terminal.
+
+Each worker runs in its own session (it survives the terminal and logout), reads nothing
+from stdin, and writes to its own log in ``study_dir(name)/workers/``. The storage URL
+reaches it through the environment (``TUNER_STORAGE``), never its command line, so a
+password does not show in ``ps``. GPUs that run another process, or a live worker of the
+study, are refused with the reason. Launching clears a stop flag left by `tuner stop` and
+records the launch time (a ``search.deadline`` given as a duration counts from it).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from tuner.errors import TunerError, UsageError
+from tuner.runner import gpu, proctree, study_dir
+from tuner.runner.registry import STOP
+from tuner.runner.stopping import LAUNCHED_AT
+from tuner.service.workers import views
+from tuner.study import OpenStudy, open_study
+from tuner.study.storage import HEARTBEAT_S
+
+
+class LaunchError(TunerError):
+    """The workers could not be started (GPUs unknown or busy, a worker exited)."""
+
+
+@dataclass(frozen=True)
+class Launched:
+    gpus: tuple[int, ...]
+    pid: int
+    log: Path
+
+
+def groups(gpus: Sequence[int], per_server: int) -> list[tuple[int, ...]]:
+    """Consecutive groups of ``per_server`` GPUs (tensor parallel), one worker each."""
+    if len(gpus) % per_server:
+        raise UsageError(f"{len(gpus)} GPUs ({','.join(map(str, gpus))}) do not split into "
+                         f"groups of {per_server} (model.tensor_parallel_size); give a "
+                         f"multiple of {per_server}")
+    return [tuple(gpus[i:i + per_server]) for i in range(0, len(gpus), per_server)]
+
+
+def visible_gpus() -> list[int]:
+    """Every GPU nvidia-smi lists; LaunchError where there is no nvidia-smi."""
+    exe = shutil.which("nvidia-smi")
+    out = None
+    if exe:
+        try:
+            out = subprocess.run([exe, "--query-gpu=index", "--format=csv,noheader"],
+                                 capture_output=True, text=True, timeout=20)
+        except (OSError, subprocess.TimeoutExpired):
+            out = None
+    if out is None or out.returncode != 0:
+        raise LaunchError("--gpus all needs nvidia-smi, which is not available here; "
+                          "give GPU ids, e.g. --gpus 0,1")
+    return [int(x) for x in out.stdout.split() if x.strip().isdigit()]
+
+
+def choose_gpus(text: str, opened: OpenStudy) -> list[int]:
+    from tuner.cli.worker import parse_gpus
+
+    if text != "all":
+        return list(parse_gpus(text))
+    if opened.spec.engine.kind == "sim" and not shutil.which("nvidia-smi"):
+        return list(opened.spec.hardware.gpus)  # simulated GPUs: the study file's list
+    return visible_gpus()
+
+
+def check_free(opened: OpenStudy, gpus: Sequence[int]) -> None:
+    """Refuse GPUs held by a live worker of this study or by any other process."""
+    study = opened.study
+    attrs = study._storage.get_study_user_attrs(study._study_id)
+    for w in views(attrs, time.time(), HEARTBEAT_S):
+        taken = sorted(set(w.gpus) & set(gpus))
+        if w.alive and taken:
+            raise LaunchError(f"GPU {','.join(map(str, taken))} already runs worker {w.id} "
+                              f"of study {opened.spec.name}; `tuner stop {opened.spec.name}` "
+                              "first, or choose other GPUs")
+    if opened.spec.engine.kind == "sim":
+        return  # simulated GPUs: nothing to ask NVML about
+    busy = []
+    for g in gpus:
+        pids = gpu.compute_pids([g])
+        if pids is None:
+            raise LaunchError(f"cannot see GPU {g} (nvidia-smi is missing or failed); the "
+                              "vllm engine needs NVIDIA GPUs: run on a GPU host, or use "
+                              "engine.kind = \"sim\" to try the study on the simulator")
+        busy += [f"GPU {g} runs pid {p} ({' '.join(proctree.cmdline(p)[:3]) or '?'})"
+                 for p in pids]
+    if busy:
+        raise LaunchError("GPUs in use by other processes: " + "; ".join(busy))
+
+
+def _spawn(name: str, url: str, group: tuple[int, ...], logs: Path) -> Launched:
+    ids = ",".join(map(str, group))
+    log = logs / f"gpu{ids.replace(',', '-')}.log"
+    with open(log, "ab") as out:
+        out.write(f"\n=== tuner launch {time.strftime('%Y-%m-%d %H:%M:%S')}: "
+                  f"study {name}, GPUs {ids}\n".encode())
+        out.flush()
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "tuner", "worker", name, "--gpus", ids],
+            stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+            env={**os.environ, "TUNER_STORAGE": url, "PYTHONUNBUFFERED": "1"},
+            start_new_session=True, close_fds=True)
+    proc.returncode = 0  # detached on purpose: never waited for (no warning at exit)
+    return Launched(group, proc.pid, log)
+
+
+def _registered(opened: OpenStudy, pid: int) -> bool:
+    attrs = opened.study._storage.get_study_user_attrs(opened.study._study_id)
+    return any(w.pid == pid and w.local for w in views(attrs, time.time(), HEARTBEAT_S))
+
+
+def wait_registered(opened: OpenStudy, launched: Sequence[Launched],
+                    timeout_s: float = 120.0) -> None:
+    """Until every worker has registered; LaunchError with its log's tail if one exits."""
+    pending = list(launched)
+    deadline = time.monotonic() + timeout_s
+    while pending and time.monotonic() < deadline:
+        for w in list(pending):
+            if _registered(opened, w.pid):
+                pending.remove(w)
+            elif not proctree.alive(w.pid):
+                tail = w.log.read_text(errors="replace").strip().splitlines()[-1:]
+                raise LaunchError(f"the worker on GPU {','.join(map(str, w.gpus))} exited: "
+                                  f"{tail[0] if tail else '(empty log)'} (log: {w.log})")
+        time.sleep(0.3)
+    if pending:
+        raise LaunchError(f"{len(pending)} worker(s) did not register within "
+                          f"{timeout_s:.0f} s; see {pending[0].log}")
+
+
+def launch(name: str, url: str, gpus_text: str) -> list[Launched]:
+    """Start the study's workers; returns them once each has registered."""
+    opened = open_study(name, url)
+    gpus = choose_gpus(gpus_text, opened)
+    plan = groups(gpus, opened.spec.model.tensor_parallel_size)
+    check_free(opened, gpus)
+    study = opened.study
+    study.set_user_attr(STOP, None)
+    study.set_user_attr(LAUNCHED_AT, time.time())
+    logs = study_dir(name) / "workers"
+    logs.mkdir(parents=True, exist_ok=True)
+    launched = [_spawn(name, url, g, logs) for g in plan]
+    wait_registered(opened, launched)
+    return launched

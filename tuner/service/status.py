@@ -1,0 +1,186 @@
+"""A study's status at one moment: workers, trial counts, best so far against the default
+baseline, Pareto-front size, hypervolume trend, and time left (``build`` is pure; ``read``
+does the two storage reads; ``render`` is the text `tuner status` prints).
+
+Time left = mean wall time of a launched trial (``phases.total``) x trials left in the
+budget / live workers; unknown before a trial has finished or while no worker lives.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from optuna.trial import FrozenTrial
+
+from tuner import record
+from tuner.results.best import limits_for, pick_best
+from tuner.results.gains import gains
+from tuner.results.hypervolume import history, reference_point
+from tuner.results.pareto import pareto_front
+from tuner.results.records import TrialRecord, default_baseline, from_frozen
+from tuner.runner.registry import STOP
+from tuner.service.workers import WorkerView, views
+from tuner.study import open_study
+from tuner.study.spec import StudySpec
+from tuner.study.storage import HEARTBEAT_S
+
+TREND = 5  # hypervolume values shown
+
+
+@dataclass(frozen=True)
+class Best:
+    trial: int
+    metric: str
+    value: float
+    gains: Mapping[str, float | None]  # per objective, % better than the default baseline
+
+
+@dataclass(frozen=True)
+class StudyStatus:
+    name: str
+    engine: str
+    budget: int
+    counted: int                        # trials that spent the budget (see Worker)
+    counts: Mapping[str, int]           # measured, infeasible, duplicate, failed, ...
+    workers: tuple[WorkerView, ...]
+    best: Best | None
+    default_trial: int | None
+    front_size: int
+    hypervolume: tuple[float, ...]      # the last few values, oldest first
+    mean_trial_s: float | None
+    eta_s: float | None
+    stop_requested: str | None          # None, "finish" or "now"
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def live(self) -> int:
+        return sum(1 for w in self.workers if w.alive)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "study": self.name, "engine": self.engine, "budget": self.budget,
+            "counted": self.counted, "counts": dict(self.counts), "live_workers": self.live,
+            "workers": [{"id": w.id, "host": w.host, "pid": w.pid, "gpus": list(w.gpus),
+                         "state": w.state, "alive": w.alive, "trial": w.trial,
+                         "phase": w.phase, "phase_elapsed_s": round(w.phase_elapsed_s, 1)}
+                        for w in self.workers],
+            "best": None if self.best is None else {
+                "trial": self.best.trial, "metric": self.best.metric,
+                "value": self.best.value, "gain_over_default_pct": dict(self.best.gains)},
+            "default_trial": self.default_trial, "front_size": self.front_size,
+            "hypervolume": list(self.hypervolume), "mean_trial_s": self.mean_trial_s,
+            "eta_s": self.eta_s, "stop_requested": self.stop_requested}
+
+
+def counts(records: Sequence[TrialRecord]) -> dict[str, int]:
+    out = {k: 0 for k in (record.MEASURED, record.INFEASIBLE, record.DUPLICATE,
+                          record.FAILED, record.STOPPED, "running", "queued")}
+    for r in records:
+        if r.state == "running":
+            out["running"] += 1
+        elif r.state == "waiting":
+            out["queued"] += 1
+        elif r.outcome in out:
+            out[r.outcome] += 1
+        elif r.state == "fail":  # closed by the heartbeat: the worker died
+            out[record.FAILED] += 1
+    return out
+
+
+def spent(records: Sequence[TrialRecord]) -> int:
+    """Trials that spend the budget: running or finished, not duplicates nor stopped."""
+    return sum(1 for r in records if r.state == "running" or (
+        r.state in ("complete", "fail") and r.outcome not in (record.DUPLICATE, record.STOPPED)))
+
+
+def _best(spec: StudySpec, records: Sequence[TrialRecord]) -> Best | None:
+    pick = pick_best(records, spec.objectives, limits_for(spec.slo.limits()))
+    if pick.best is None:
+        return None
+    g = gains(pick.best, default_baseline(records), spec.objectives)
+    return Best(pick.best.number, pick.metric, pick.best.metric(pick.metric) or 0.0, g)
+
+
+def mean_trial_s(trials: Sequence[FrozenTrial]) -> float | None:
+    totals = [float(t.user_attrs["phases"]["total"]) for t in trials
+              if isinstance(t.user_attrs.get("phases"), dict)
+              and "total" in t.user_attrs["phases"]]
+    return sum(totals) / len(totals) if totals else None
+
+
+def build(spec: StudySpec, trials: Sequence[FrozenTrial], attrs: Mapping[str, Any],
+          now: float, interval_s: float = HEARTBEAT_S) -> StudyStatus:
+    """The status from one read of the study's trials and user attributes (pure)."""
+    records = tuple(sorted((from_frozen(t) for t in trials), key=lambda r: r.number))
+    goals = spec.objectives
+    default = default_baseline(records)
+    ref, _ = reference_point(default, goals, [spec.worst_value(o) for o in goals])
+    hv = [v for _, v in history([r for r in records if r.outcome != record.STOPPED],
+                                goals, ref)]
+    workers = tuple(views(attrs, now, interval_s))
+    live = sum(1 for w in workers if w.alive)
+    mean = mean_trial_s(trials)
+    left = max(0, spec.search.n_trials - spent(records))
+    eta = mean * left / live if mean is not None and live else (0.0 if not left else None)
+    stop = attrs.get(STOP)
+    return StudyStatus(
+        name=spec.name, engine=spec.engine.kind, budget=spec.search.n_trials,
+        counted=spent(records), counts=counts(records), workers=workers,
+        best=_best(spec, records), default_trial=default.number if default else None,
+        front_size=len(pareto_front(records, goals)), hypervolume=tuple(hv[-TREND:]),
+        mean_trial_s=mean, eta_s=eta,
+        stop_requested=None if not stop else ("now" if stop == "now" else "finish"))
+
+
+def read(name: str, url: str) -> StudyStatus:
+    """One snapshot of a stored study (two reads: trials, then user attributes)."""
+    opened = open_study(name, url)
+    study = opened.study
+    trials = study.get_trials(deepcopy=False)
+    attrs = study._storage.get_study_user_attrs(study._study_id)
+    return build(opened.spec, trials, attrs, time.time())
+
+
+def _duration(s: float | None) -> str:
+    if s is None:
+        return "unknown"
+    s = int(round(s))
+    h, rem = divmod(s, 3600)
+    m, sec = divmod(rem, 60)
+    return f"{h}h{m:02d}m" if h else (f"{m}m{sec:02d}s" if m else f"{sec}s")
+
+
+def render(st: StudyStatus) -> str:
+    """The text of `tuner status`: a header, one line per worker, counts, results."""
+    lines = [f"study {st.name} ({st.engine}): {st.counted}/{st.budget} trials spent, "
+             f"{st.live} live worker{'s' if st.live != 1 else ''}"
+             + (f", stop requested ({st.stop_requested})" if st.stop_requested else "")]
+    for w in st.workers:
+        doing = (f"trial {w.trial} {w.phase} for {_duration(w.phase_elapsed_s)}"
+                 if w.alive and w.trial is not None else w.phase)
+        lines.append(f"  {'alive' if w.alive else 'dead ':5} {w.id:<24} gpus "
+                     f"{','.join(map(str, w.gpus)) or '-':<7} {w.state:<11} {doing}")
+    if not st.workers:
+        lines.append("  no worker has registered yet")
+    c = st.counts
+    lines.append(f"trials: {c['measured']} measured, {c['infeasible']} infeasible, "
+                 f"{c['duplicate']} duplicates, {c['failed']} failed, {c['stopped']} stopped, "
+                 f"{c['running']} running, {c['queued']} queued")
+    if st.best is None:
+        lines.append("best: no measured trial meets the SLOs yet")
+    else:
+        g = ", ".join(f"{k} {v:+.1f}%" for k, v in st.best.gains.items() if v is not None)
+        vs = (f" ({g} vs the default baseline, trial {st.default_trial})" if g else
+              " (the default baseline is not measured yet)")
+        lines.append(f"best: trial {st.best.trial}, {st.best.metric} "
+                     f"{st.best.value:,.1f}{vs}")
+    trend = " -> ".join(f"{v:,.4g}" for v in st.hypervolume) or "-"
+    lines.append(f"pareto front: {st.front_size} trials; hypervolume (last "
+                 f"{len(st.hypervolume)}): {trend}")
+    mean = f"{st.mean_trial_s:.0f} s" if st.mean_trial_s is not None else "unknown"
+    lines.append(f"time left: {_duration(st.eta_s)} (mean trial {mean}, "
+                 f"{max(0, st.budget - st.counted)} trials left)")
+    return "\n".join(lines)
