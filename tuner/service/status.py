@@ -161,7 +161,7 @@ def render(st: StudyStatus) -> str:
     for w in st.workers:
         doing = (f"trial {w.trial} {w.phase} for {_duration(w.phase_elapsed_s)}"
                  if w.alive and w.trial is not None else w.phase)
-        lines.append(f"  {'alive' if w.alive else 'dead ':5} {w.id:<24} gpus "
+        lines.append(f"  {_life(w):5} {w.id:<24} gpus "
                      f"{','.join(map(str, w.gpus)) or '-':<7} {w.state:<11} {doing}")
     if not st.workers:
         lines.append("  no worker has registered yet")
@@ -184,3 +184,7 @@ def render(st: StudyStatus) -> str:
     lines.append(f"time left: {_duration(st.eta_s)} (mean trial {mean}, "
                  f"{max(0, st.budget - st.counted)} trials left)")
     return "\n".join(lines)
+
+
+def _life(w: WorkerView) -> str:
+    return "alive" if w.alive else ("dead" if w.state == "dead" else "ended")

@@ -1,0 +1,55 @@
+"""`tuner api [--host 127.0.0.1] [--port N]`: the read-only HTTP API over a storage."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from tuner.cli.study import add_storage_flag
+from tuner.errors import UsageError
+from tuner.study import mask, resolve_url
+
+DEFAULT_PORT = 8470
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("api", help="serve studies read-only over HTTP (JSON)")
+    add_storage_flag(p)
+    p.add_argument("--host", default="127.0.0.1",
+                   help="address to listen on (default 127.0.0.1; others need a token)")
+    p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"default {DEFAULT_PORT}")
+    p.add_argument("--token-file", metavar="FILE",
+                   help="a file holding the bearer token (else $TUNER_API_TOKEN)")
+    p.set_defaults(func=_run)
+
+
+def read_token(path: str | None) -> str | None:
+    if path:
+        try:
+            token = Path(path).read_text().strip()
+        except OSError as e:
+            raise UsageError(f"cannot read the token file {path}: {e.strerror}") from e
+        if not token:
+            raise UsageError(f"the token file {path} is empty")
+        return token
+    return os.environ.get("TUNER_API_TOKEN", "").strip() or None
+
+
+def _run(args: argparse.Namespace) -> int:
+    from aiohttp import web
+
+    from tuner.service.api import check_exposure, make_app
+
+    if not 0 < args.port < 65536:
+        raise UsageError(f"--port {args.port}: give a port between 1 and 65535")
+    token = read_token(args.token_file)
+    check_exposure(args.host, token)
+    url = resolve_url(args.storage)
+    app = make_app(url, token)
+    auth = "bearer token required" if token else "no token"
+    print(f"tuner api on http://{args.host}:{args.port} over {mask(url)} (read-only, {auth})",
+          file=sys.stderr, flush=True)
+    web.run_app(app, host=args.host, port=args.port, print=None, access_log=None)
+    return 0

@@ -1,0 +1,196 @@
+"""The read-only HTTP API (aiohttp): studies, their status, Pareto front and best flags.
+
+    GET /studies                     every study with its progress
+    GET /studies/{name}              the study's status (as `tuner status --json`)
+    GET /studies/{name}/pareto       the Pareto-optimal trials
+    GET /studies/{name}/best         `tuner best`'s output; query: format=cli|yaml|json,
+                                     max_itl_p99, max_ttft_p99, prefer=throughput|latency
+
+Errors are JSON ``{"error": "..."}``: 400 for a bad query, 401 without the right bearer
+token (when one is configured), 404 for an unknown study or route, 422 when no trial
+meets the limits (with ``output``: what `tuner best` prints for the closest trial), 503
+when the storage cannot be read. Every database read runs in a thread
+(``asyncio.to_thread``), so the event loop keeps answering while it waits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import ipaddress
+import time
+from typing import Any
+
+import optuna
+from aiohttp import web
+
+from tuner.errors import StorageError, UsageError
+from tuner.results import load_records, summarise
+from tuner.service import status
+from tuner.service.best import best_answer
+from tuner.space import build_space
+from tuner.study import open_storage
+from tuner.study.load import spec_from_json
+from tuner.study.store import SPEC
+
+READER = web.AppKey("reader", object)
+TOKEN = web.AppKey("token", object)
+
+
+class StudyMissing(Exception):
+    pass
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class Reader:
+    """Blocking reads over one storage (one connection pool for the whole service)."""
+
+    def __init__(self, url: str) -> None:
+        self.storage = open_storage(url)
+        self._specs: dict[str, Any] = {}
+
+    def _load(self, name: str) -> tuple[optuna.Study, Any, Any]:
+        try:
+            study = optuna.load_study(study_name=name, storage=self.storage)
+        except KeyError:
+            raise StudyMissing(f"no study {name!r}") from None
+        if name not in self._specs:
+            attrs = study.user_attrs
+            if SPEC not in attrs:
+                raise StudyMissing(f"study {name!r} was not created by tuner")
+            spec = spec_from_json(attrs[SPEC])
+            self._specs[name] = (spec, build_space(spec))
+        spec, space = self._specs[name]
+        return study, spec, space
+
+    def names(self) -> list[str]:
+        return [s.study_name for s in optuna.get_all_study_summaries(
+            self.storage, include_best_trial=False)]
+
+    def status(self, name: str) -> dict[str, Any]:
+        study, spec, _ = self._load(name)
+        trials = study.get_trials(deepcopy=False)
+        attrs = self.storage.get_study_user_attrs(study._study_id)
+        return status.build(spec, trials, attrs, time.time()).as_json()
+
+    def summary(self, name: str):
+        study, spec, space = self._load(name)
+        return summarise(spec, space, load_records(study))
+
+
+def _error(code: int, message: str, **extra: Any) -> web.Response:
+    headers = {"WWW-Authenticate": "Bearer"} if code == 401 else None
+    return web.json_response({"error": message, **extra}, status=code, headers=headers)
+
+
+async def _read(request: web.Request, method: str, *args: Any):
+    reader = request.app[READER]
+    return await asyncio.to_thread(getattr(reader, method), *args)
+
+
+@web.middleware
+async def _guard(request: web.Request, handler):
+    token = request.app[TOKEN]
+    if token:
+        given = request.headers.get("Authorization", "")
+        scheme, _, value = given.partition(" ")
+        if scheme.lower() != "bearer" or not hmac.compare_digest(value.strip().encode(),
+                                                                 token.encode()):
+            return _error(401, "a valid bearer token is required (Authorization: Bearer ...)")
+    try:
+        return await handler(request)
+    except StudyMissing as e:
+        return _error(404, str(e))
+    except web.HTTPNotFound:
+        return _error(404, f"no such resource: {request.path}")
+    except web.HTTPMethodNotAllowed:
+        return _error(405, f"{request.method} is not allowed: the API is read-only")
+    except (StorageError, optuna.exceptions.StorageInternalError, OSError) as e:
+        return _error(503, f"cannot read the storage: {str(e).splitlines()[0]}")
+
+
+async def studies(request: web.Request) -> web.Response:
+    out = []
+    for name in await _read(request, "names"):
+        try:
+            st = await _read(request, "status", name)
+        except StudyMissing:
+            continue
+        out.append({k: st[k] for k in ("study", "engine", "budget", "counted", "counts",
+                                       "live_workers", "front_size", "eta_s",
+                                       "stop_requested")})
+    return web.json_response({"studies": out})
+
+
+async def study(request: web.Request) -> web.Response:
+    return web.json_response(await _read(request, "status", request.match_info["name"]))
+
+
+async def pareto(request: web.Request) -> web.Response:
+    s = await _read(request, "summary", request.match_info["name"])
+    rows = [{"trial": r.record.number, "baseline": r.record.baseline,
+             "values": list(r.record.values or ()), "metrics": dict(r.record.metrics),
+             "flags": dict(r.record.flags), "changed_flags": dict(r.changed),
+             "gain_over_default_pct": dict(r.gains), "slos_met": r.slos_met}
+            for r in s.front]
+    return web.json_response({"study": s.name, "objectives": [
+        o.model_dump() for o in s.spec.objectives], "front": rows})
+
+
+def _limit(query, key: str) -> float | None:
+    if key not in query:
+        return None
+    try:
+        value = float(query[key])
+    except ValueError:
+        value = float("nan")
+    if not value > 0:
+        raise web.HTTPBadRequest(text=f"{key}: give a number of milliseconds above 0")
+    return value
+
+
+async def best(request: web.Request) -> web.Response:
+    q = request.query
+    fmt, prefer = q.get("format", "cli"), q.get("prefer", "throughput")
+    if fmt not in ("cli", "yaml", "json"):
+        return _error(400, "format: one of cli, yaml, json")
+    if prefer not in ("throughput", "latency"):
+        return _error(400, "prefer: one of throughput, latency")
+    try:
+        itl, ttft = _limit(q, "max_itl_p99"), _limit(q, "max_ttft_p99")
+    except web.HTTPBadRequest as e:
+        return _error(400, e.text or "bad query")
+    s = await _read(request, "summary", request.match_info["name"])
+    answer = best_answer(s, fmt, itl, ttft, prefer)
+    if not answer.ok:
+        return _error(404 if not answer.text else 422, answer.error or "",
+                      **({"output": answer.text} if answer.text else {}))
+    if fmt == "json":
+        return web.Response(text=answer.text, content_type="application/json")
+    return web.Response(text=answer.text, content_type="text/plain")
+
+
+def make_app(storage_url: str, token: str | None = None) -> web.Application:
+    app = web.Application(middlewares=[_guard])
+    app[READER] = Reader(storage_url)
+    app[TOKEN] = token or None
+    app.router.add_get("/studies", studies)
+    app.router.add_get("/studies/{name}", study)
+    app.router.add_get("/studies/{name}/pareto", pareto)
+    app.router.add_get("/studies/{name}/best", best)
+    return app
+
+
+def check_exposure(host: str, token: str | None) -> None:
+    """Listening beyond loopback needs a token: UsageError otherwise."""
+    if not token and not is_loopback(host):
+        raise UsageError(f"refusing to listen on {host} without a token: set "
+                         "TUNER_API_TOKEN or --token-file, or listen on 127.0.0.1")

@@ -1,0 +1,69 @@
+"""What `tuner best` prints on stdout, as a value the API can serve (pure over a
+``Summary``): the same pick (``pick_best``), the same document (``trial_document``) and the
+same renderings (``config_yaml``, ``serve_argv``) as the command.
+
+Kept beside the command rather than shared with it, so tuner/cli/results.py stays as it
+is; tests/integration/test_api_http.py checks that both give the same text.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from tuner.results.best import limits_for, pick_best
+from tuner.results.flagdiff import changed_flags
+from tuner.results.gains import format_gains, gains
+from tuner.results.records import default_baseline, describe_counts
+from tuner.results.serve import config_yaml, serve_argv, trial_document
+from tuner.results.summary import Summary
+from tuner.space import shell_line
+
+
+@dataclass(frozen=True)
+class BestAnswer:
+    text: str           # `tuner best`'s stdout ("" when there is no measured trial)
+    ok: bool            # a trial meets the limits
+    error: str | None   # `tuner best`'s error line when not ok
+
+
+def best_answer(summary: Summary, fmt: str = "cli", max_itl_p99: float | None = None,
+                max_ttft_p99: float | None = None, prefer: str = "throughput") -> BestAnswer:
+    spec = summary.spec
+    pick = pick_best(summary.records, spec.objectives,
+                     limits_for(spec.slo.limits(), max_itl_p99, max_ttft_p99), prefer)
+    if pick.best is None and pick.closest is None:
+        return BestAnswer("", False, f"study {summary.name} has no measured trial yet "
+                                     f"({describe_counts(summary.records)})")
+    chosen = pick.best or pick.closest
+    doc = trial_document(spec, chosen, changed_flags(chosen.flags, summary.space.defaults),
+                         gains(chosen, default_baseline(summary.records), spec.objectives))
+    doc.update({"meets_limits": pick.best is not None, "limits": dict(pick.limits),
+                "prefer": prefer, "ranked_by": pick.metric})
+    limits = ", ".join(f"{k} <= {v:g}" for k, v in pick.limits.items()) or "no limits"
+    about = (f"trial {chosen.number}: {pick.metric} {chosen.metric(pick.metric):,.1f}; "
+             f"gain over default {format_gains(doc['gain_over_default_pct'])}; "
+             f"limits: {limits}")
+    ok = pick.best is not None
+    if not ok:
+        about = "closest trial, does NOT meet the limits: " + about
+    text = _render(fmt, doc, about, spec, chosen, ok)
+    if ok:
+        return BestAnswer(text, True, None)
+    over = ", ".join(f"{k} {chosen.metric(k) or 0:,.1f} > {pick.limits[k]:g}"
+                     for k in pick.excess)
+    return BestAnswer(text, False, f"no measured trial of study {summary.name} meets "
+                                   f"{limits}; the closest is trial {chosen.number} ({over})")
+
+
+def _render(fmt: str, doc: dict, about: str, spec, chosen, ok: bool) -> str:
+    if fmt == "json":
+        return json.dumps(doc, indent=2, sort_keys=False) + "\n"
+    if fmt == "yaml":
+        head = [f"tuner best, study {spec.name}", about]
+        text = config_yaml(spec, chosen.flags, head if ok else [])
+        if not ok:
+            text = "".join(f"# {line}\n" for line in [*head, *text.splitlines()])
+        return text
+    line = shell_line(serve_argv(spec, chosen.flags))
+    return f"{line}\n" if ok else f"# {about}\n# {line}\n"
