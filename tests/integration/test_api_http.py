@@ -1,0 +1,155 @@
+"""`tuner api` over real HTTP on loopback, as a real subprocess, against stored studies on
+SQLite and PostgreSQL (and one a simulated worker is writing to)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+
+from tuner.cli.results import load_summary
+from tuner.testing.studies import make_study
+from tuner.testing.worker_procs import start_worker, wait_for
+
+
+@contextlib.contextmanager
+def api_process(url: str, log, token: str | None = None, timeout_s: float = 90.0):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {k: v for k, v in os.environ.items() if k != "TUNER_API_TOKEN"}
+    if token:
+        env["TUNER_API_TOKEN"] = token
+    with open(log, "wb") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "tuner", "api", "--storage", url,
+                                 "--port", str(port)], stdout=out, stderr=out, env=env)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert proc.poll() is None, log.read_text()
+                assert time.monotonic() < deadline, log.read_text()
+                time.sleep(0.3)
+        yield base
+    finally:
+        proc.terminate()
+        proc.wait(15)
+
+
+def get(url: str, token: str | None = None) -> tuple[int, str, str]:
+    req = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"}
+                                 if token else {})
+    try:
+        with urllib.request.urlopen(req, timeout=30) as r:
+            return r.status, r.headers.get("Content-Type", ""), r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.headers.get("Content-Type", ""), e.read().decode()
+
+
+def test_best_flags_equal_tuner_best(storage_url, tmp_path, run_cli):
+    name = make_study(storage_url, "mixed").spec.name
+    with api_process(storage_url, tmp_path / "api.log") as base:
+        for query, flags in ((dict(format="cli"), ["--format", "cli"]),
+                             (dict(format="yaml"), ["--format", "yaml"]),
+                             (dict(format="json", prefer="latency"),
+                              ["--format", "json", "--prefer", "latency"]),
+                             (dict(format="cli", max_itl_p99="140", max_ttft_p99="2900"),
+                              ["--max-itl-p99", "140", "--max-ttft-p99", "2900"])):
+            code, out, _ = run_cli("best", name, "--storage", storage_url, *flags)
+            assert code == 0
+            qs = "&".join(f"{k}={v}" for k, v in query.items())
+            status, ctype, body = get(f"{base}/studies/{name}/best?{qs}")
+            assert status == 200 and body == out, (query, body)
+            assert ("json" in ctype) == (query["format"] == "json")
+
+        status, _, body = get(f"{base}/studies/{name}/best?max_itl_p99=1")
+        assert status == 422 and "meets" in json.loads(body)["error"]
+
+        status, _, body = get(f"{base}/studies/{name}/pareto")
+        front = json.loads(body)["front"]
+        expected = [r.record.number for r in load_summary(name, storage_url).front]
+        assert status == 200 and [r["trial"] for r in front] == expected and expected
+
+        status, _, body = get(f"{base}/studies/{name}")
+        st = json.loads(body)
+        assert status == 200 and st["counts"]["measured"] > 0 and st["front_size"] == len(front)
+        status, _, body = get(f"{base}/studies")
+        assert status == 200 and [s["study"] for s in json.loads(body)["studies"]] == [name]
+
+        status, ctype, body = get(f"{base}/studies/no-such-study")
+        assert status == 404 and "json" in ctype and "no-such-study" in json.loads(body)["error"]
+        status, ctype, body = get(f"{base}/studies/no-such-study/best")
+        assert status == 404 and json.loads(body)["error"]
+
+
+def test_a_configured_token_is_required(tmp_path):
+    url = f"sqlite:///{tmp_path}/t.db"
+    name = make_study(url, "mixed", n=5).spec.name
+    with api_process(url, tmp_path / "api.log", token="s3cret-token") as base:
+        for token in (None, "wrong", "s3cret-token-and-more"):
+            status, ctype, body = get(f"{base}/studies/{name}", token)
+            assert status == 401 and "json" in ctype and "token" in json.loads(body)["error"]
+        status, _, body = get(f"{base}/studies/{name}", "s3cret-token")
+        assert status == 200 and json.loads(body)["study"] == name
+
+
+def test_refuses_a_non_loopback_address_without_a_token(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "TUNER_API_TOKEN"}
+    out = subprocess.run([sys.executable, "-m", "tuner", "api", "--host", "0.0.0.0",
+                          "--storage", f"sqlite:///{tmp_path}/t.db"],
+                         capture_output=True, text=True, env=env, timeout=60)
+    assert out.returncode == 2
+    assert out.stderr.strip().splitlines() == [
+        "tuner: error: refusing to listen on 0.0.0.0 without a token: set TUNER_API_TOKEN "
+        "or --token-file, or listen on 127.0.0.1"]
+
+
+SIM = '''
+[model]
+path = "models/llama3-8b"
+[workload]
+input_len = 128
+output_len = 16
+max_concurrency = 8
+num_requests = 24
+warmup_requests = 0
+max_client_lag_ms = 50
+[search]
+n_trials = 4
+[engine]
+kind = "sim"
+time_scale = 10
+start_timeout_s = 30
+'''
+
+
+def test_answers_while_a_worker_writes_to_the_study(study_file, tmp_path, run_cli):
+    url = f"sqlite:///{tmp_path}/t.db"
+    assert run_cli("study", "create", study_file(SIM, "live.toml"), "--storage", url)[0] == 0
+    with api_process(url, tmp_path / "api.log") as base:
+        worker = start_worker("live", url, "0", env={"TUNER_HOME": str(tmp_path)},
+                              log=tmp_path / "worker.log")
+        seen, answers = set(), 0
+        while worker.poll() is None:
+            status, _, body = get(f"{base}/studies/live")
+            assert status == 200, body
+            st = json.loads(body)
+            seen.add((st["counted"], st["live_workers"]))
+            answers += 1
+            time.sleep(0.2)
+        assert worker.returncode == 0, (tmp_path / "worker.log").read_text()[-2000:]
+    assert answers >= 10
+    assert len({c for c, _ in seen}) >= 3  # it saw the study grow
+    assert any(live == 1 for _, live in seen)
