@@ -34,7 +34,7 @@ def test_sim_engine_program(study_file):
     spec = load_study_file(study_file('[model]\npath = "models/llama3-8b"\n[engine]\n'
                                       'kind = "sim"\ntime_scale = 5\n'))
     argv = engine.launch(spec, {}, 1, (0,)).argv
-    assert argv[1:5] == ("-m", "tuner", "sim", "serve") and "--time-scale" in argv
+    assert argv[1:4] == ("-m", "tuner.sim", "serve") and "--time-scale" in argv
 
 
 LOG_OOM = """INFO 11-29 vLLM API server version 0.24.0

@@ -28,6 +28,10 @@ COMMAND_MODULES = (
     "service",
     "api",
 )
+# Which module holds a command, so that running one imports only its module (building every
+# parser imports every command's dependencies: seconds, on each worker and server start).
+COMMAND_HOME = {"pareto": "results", "best": "results", "report": "results",
+                "launch": "service", "status": "service", "stop": "service"}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -36,11 +40,20 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"tuner: error: {message}\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _modules_for(argv: list[str] | None) -> tuple[str, ...]:
+    """Only the module of the command being run; all of them for help or an unknown one."""
+    words = sys.argv[1:] if argv is None else argv
+    first = next((w for w in words if not w.startswith("-")), None)
+    home = COMMAND_HOME.get(first, first)
+    return (home,) if home in COMMAND_MODULES else COMMAND_MODULES
+
+
+def build_parser(argv: list[str] | None = None,
+                 modules: tuple[str, ...] | None = None) -> argparse.ArgumentParser:
     parser = _Parser(prog="tuner", description=__doc__.splitlines()[0])
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     subparsers.required = True
-    for name in COMMAND_MODULES:
+    for name in modules or _modules_for(argv):
         try:
             module = importlib.import_module(f"tuner.cli.{name}")
         except ModuleNotFoundError as e:
@@ -52,7 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)

@@ -28,7 +28,7 @@ def program(spec: StudySpec) -> list[str]:
     """The words before the flags: which program serves."""
     eng = spec.engine
     if eng.kind == "sim":
-        return [sys.executable, "-m", "tuner", "sim", "serve", "--gpu", spec.hardware.gpu,
+        return [sys.executable, "-m", "tuner.sim", "serve", "--gpu", spec.hardware.gpu,
                 "--time-scale", f"{eng.time_scale:g}"]
     if eng.command:
         return list(eng.command)
