@@ -93,15 +93,17 @@ def test_the_schema_catches_a_misspelt_key():
     assert list(_validator().iter_errors(broken))
 
 
-def test_docker_compose_config_accepts_the_file():
+def test_docker_compose_config_accepts_the_file(tmp_path):
     exe = _tool("docker-compose", "apt-get install -y docker-compose")
-    done = subprocess.run([exe, "--env-file", os.devnull, "-f", str(DOCKER / "compose.yaml"),
+    empty = tmp_path / "empty.env"  # not docker/.env: a user's own settings stay out
+    empty.write_text("")
+    done = subprocess.run([exe, "--env-file", str(empty), "-f", str(DOCKER / "compose.yaml"),
                            "config", "-q"],
                           capture_output=True, text=True, timeout=60,
                           env={**os.environ, **ENV})
     assert done.returncode == 0, done.stderr
     unset = {k: v for k, v in os.environ.items() if k != "STUDY"}
-    done = subprocess.run([exe, "--env-file", os.devnull, "-f", str(DOCKER / "compose.yaml"),
+    done = subprocess.run([exe, "--env-file", str(empty), "-f", str(DOCKER / "compose.yaml"),
                            "config", "-q"],
                           capture_output=True, text=True, timeout=60, env=unset)
     assert done.returncode != 0 and "STUDY" in done.stderr
