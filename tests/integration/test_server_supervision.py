@@ -26,7 +26,8 @@ def test_healthy_server_stops_with_its_children(tmp_path):
         assert len(proctree.in_group(pgid)) == 2
     assert proctree.in_group(pgid) == []
     assert "KV cache size" in server.log()
-    assert proctree.descendants(os.getpid()) == []
+    assert not [p for p in proctree.descendants(os.getpid())
+                if "tuner.testing.stand_in" in proctree.cmdline(p)]
 
 
 def test_exit_at_start_is_told_apart_with_its_code(tmp_path):
