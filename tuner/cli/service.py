@@ -59,7 +59,10 @@ def _status(args: argparse.Namespace) -> int:
         print(json.dumps(read_status(args.study, url).as_json(), indent=2))
         return 0
     if args.once or not sys.stdout.isatty():
-        print(render_status(read_status(args.study, url)))
+        try:
+            print(render_status(read_status(args.study, url)), flush=True)
+        except BrokenPipeError:  # `tuner status S | head`
+            sys.stdout = None
         return 0
     while True:  # a live view until Ctrl-C
         text = render_status(read_status(args.study, url))

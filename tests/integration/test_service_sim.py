@@ -1,0 +1,160 @@
+"""`tuner launch / status / stop` on the simulator: real detached worker processes, real
+simulated servers, SQLite storage; GPU ids given on the command line (no NVML)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+
+from optuna.trial import TrialState
+
+from tuner import record
+from tuner.results import load_records
+from tuner.runner import proctree
+from tuner.runner.registry import STOP
+from tuner.runner.stopping import trials_without_gain
+from tuner.service import read_status
+from tuner.study import open_study
+from tuner.testing.worker_procs import ServerWatcher, wait_for
+
+SIM = '''
+[model]
+path = "models/llama3-8b"
+[workload]
+input_len = 128
+output_len = 16
+max_concurrency = 8
+num_requests = {n}
+warmup_requests = 0
+max_client_lag_ms = 50
+[search]
+n_trials = {trials}
+{search}
+[engine]
+kind = "sim"
+time_scale = {scale}
+start_timeout_s = 30
+'''
+
+
+def setup(study_file, tmp_path, name, n=24, trials=8, scale=10, search=""):
+    url = f"sqlite:///{tmp_path}/t.db"
+    env = {**os.environ, "TUNER_HOME": str(tmp_path / "home"), "TUNER_HEARTBEAT_S": "1",
+           "TUNER_STORAGE": url}
+    path = study_file(SIM.format(n=n, trials=trials, scale=scale, search=search),
+                      f"{name}.toml")
+    assert tuner(env, "study", "create", path).returncode == 0
+    return url, env
+
+
+def tuner(env, *args, timeout=240) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "tuner", *map(str, args)], env=env,
+                          capture_output=True, text=True, timeout=timeout,
+                          stdin=subprocess.DEVNULL)
+
+
+def workers(url, name):
+    return read_status(name, url).workers
+
+
+def busy(url, name, phase="benchmark"):
+    return next((w for w in workers(url, name) if w.alive and w.phase == phase), None)
+
+
+def nothing_left(pids) -> bool:
+    every = set(pids)
+    for p in pids:
+        every |= set(proctree.descendants(p))
+    return not any(proctree.alive(p) for p in every)
+
+
+def test_launch_status_kill_stop_and_resume(study_file, tmp_path):
+    url, env = setup(study_file, tmp_path, "svc", n=160, trials=30, scale=1)
+    out = tuner(env, "launch", "svc", "--gpus", "0,1")
+    assert out.returncode == 0, out.stderr
+    started = workers(url, "svc")
+    assert sorted(w.gpus for w in started) == [(0,), (1,)] and all(w.alive for w in started)
+    logs = sorted((tmp_path / "home" / "studies" / "svc" / "workers").iterdir())
+    assert [p.name for p in logs] == ["gpu0.log", "gpu1.log"]
+    pids = [w.pid for w in started]
+    with ServerWatcher(pids) as watcher:
+        shown = tuner(env, "status", "svc", "--once").stdout
+        lines = [line for line in shown.splitlines() if line.startswith("  alive")]
+        assert len(lines) == 2 and any("gpus 0 " in x for x in lines), shown
+        assert "time left:" in shown and "pareto front:" in shown
+
+        victim = wait_for(lambda: busy(url, "svc"), 60)
+        assert victim, tuner(env, "status", "svc", "--once").stdout
+        os.killpg(victim.pid, signal.SIGKILL)
+        dead = wait_for(lambda: any(w.id == victim.id and w.state == "dead" and not w.alive
+                                    for w in workers(url, "svc")), 10)
+        assert dead
+        shown = tuner(env, "status", "svc", "--once").stdout
+        assert any(line.startswith("  dead") and victim.id in line
+                   for line in shown.splitlines()), shown
+
+        def closed():
+            return [t for t in open_study("svc", url).study.get_trials(deepcopy=False)
+                    if t.state == TrialState.FAIL and t.number == victim.trial]
+        assert wait_for(closed, 20)  # the live worker's heartbeat closed it
+
+        out = tuner(env, "stop", "svc")
+        assert out.returncode == 0, out.stderr
+    assert watcher.seen and nothing_left(pids + list(watcher.seen))
+
+    # resume: a new launch clears the stop flag, runs the closed trial again, and stops
+    out = tuner(env, "launch", "svc", "--gpus", "0")
+    assert out.returncode == 0, out.stderr
+    assert not open_study("svc", url).study.user_attrs.get(STOP)
+    (again,) = [w for w in workers(url, "svc") if w.alive]
+
+    def retried():
+        return [t for t in open_study("svc", url).study.get_trials(deepcopy=False)
+                if t.system_attrs.get("failed_trial") == victim.trial]
+    assert wait_for(lambda: [t for t in retried() if t.state == TrialState.COMPLETE], 120)
+    assert tuner(env, "stop", "svc").returncode == 0
+    assert nothing_left([again.pid])
+    trials = open_study("svc", url).study.get_trials(deepcopy=False)
+    assert all(t.state in (TrialState.COMPLETE, TrialState.FAIL) for t in trials)
+    assert all("outcome" in t.user_attrs for t in trials if t.number != victim.trial)
+    assert len(retried()) == 1 and len({t.number for t in trials}) == len(trials)
+    assert len(workers(url, "svc")) == 3 and not any(w.alive for w in workers(url, "svc"))
+
+
+def test_stop_now_stops_the_running_trial_and_leaves_no_process(study_file, tmp_path):
+    url, env = setup(study_file, tmp_path, "now", n=400, trials=4, scale=1)
+    assert tuner(env, "launch", "now", "--gpus", "3").returncode == 0
+    (w,) = workers(url, "now")
+    with ServerWatcher([w.pid]) as watcher:
+        assert wait_for(lambda: busy(url, "now"), 60)
+        out = tuner(env, "stop", "now", "--now")
+        assert out.returncode == 0, out.stderr
+    assert watcher.seen and nothing_left([w.pid, *watcher.seen])
+    trials = open_study("now", url).study.get_trials(deepcopy=False)
+    stopped = [t for t in trials if t.user_attrs.get("outcome") == record.STOPPED]
+    assert len(stopped) == 1 and stopped[0].state == TrialState.FAIL
+    assert any(t.state == TrialState.WAITING for t in trials)  # queued again
+    assert "interrupted" in (tmp_path / "home/studies/now/workers/gpu3.log").read_text()
+
+
+def test_convergence_ends_the_study_within_patience(study_file, tmp_path):
+    url, env = setup(study_file, tmp_path, "conv", trials=30, search="patience = 2")
+    assert tuner(env, "launch", "conv", "--gpus", "0").returncode == 0
+    (w,) = workers(url, "conv")
+    assert wait_for(lambda: not proctree.alive(w.pid), 240)
+    log = (tmp_path / "home/studies/conv/workers/gpu0.log").read_text()
+    assert "hypervolume has not improved for 2 trials" in log, log[-2000:]
+    st = read_status("conv", url)
+    assert st.counted < 30
+    opened = open_study("conv", url)
+    from tuner.results.hypervolume import history, reference_point
+    from tuner.results.records import default_baseline
+
+    records = load_records(opened.study)
+    goals = opened.spec.objectives
+    ref, _ = reference_point(default_baseline(records), goals,
+                             [opened.spec.worst_value(o) for o in goals])
+    # one worker: it stopped as soon as two trials in a row brought no gain
+    assert trials_without_gain(history(records, goals, ref)) == 2
