@@ -15,8 +15,8 @@ from tuner.results import load_records
 from tuner.runner import proctree
 from tuner.runner.registry import STOP
 from tuner.runner.stopping import trials_without_gain
-from tuner.service import read_status
-from tuner.study import open_study
+from tuner.service import read_status, render_status
+from tuner.study import create_study, load_study_file, open_study
 from tuner.testing.worker_procs import ServerWatcher, wait_for
 
 SIM = '''
@@ -45,7 +45,7 @@ def setup(study_file, tmp_path, name, n=24, trials=8, scale=10, search=""):
            "TUNER_STORAGE": url}
     path = study_file(SIM.format(n=n, trials=trials, scale=scale, search=search),
                       f"{name}.toml")
-    assert tuner(env, "study", "create", path).returncode == 0
+    create_study(load_study_file(path), url)
     return url, env
 
 
@@ -91,7 +91,7 @@ def test_launch_status_kill_stop_and_resume(study_file, tmp_path):
         dead = wait_for(lambda: any(w.id == victim.id and w.state == "dead" and not w.alive
                                     for w in workers(url, "svc")), 10)
         assert dead
-        shown = tuner(env, "status", "svc", "--once").stdout
+        shown = render_status(read_status("svc", url))  # what `tuner status` prints
         assert any(line.startswith("  dead") and victim.id in line
                    for line in shown.splitlines()), shown
 
