@@ -1,7 +1,7 @@
 """Sampler choice: the study file's ``search.sampler`` -> an Optuna sampler.
 
 ``auto`` resolves to the sampler that won the search-efficiency benchmark
-(``make bench-search``; see bench/results/).
+(``make bench-search``; see docs/search.md and bench/results/search.md).
 """
 
 from __future__ import annotations
@@ -11,24 +11,27 @@ import warnings
 import optuna
 
 AUTO = "tpe"
+NAMES = ("tpe", "gp", "nsga2", "random")
 
 
 def resolve(name: str) -> str:
     return AUTO if name == "auto" else name
 
 
-def make_sampler(name: str, seed: int | None, n_startup_trials: int = 8) -> optuna.samplers.BaseSampler:
-    """A sampler that knows about running trials (constant liar) and reads the trials'
-    constraints (``trial.set_constraint``)."""
+def make_sampler(name: str, seed: int | None, n_startup_trials: int = 8, *,
+                 constant_liar: bool = True) -> optuna.samplers.BaseSampler:
+    """A sampler that reads the trials' constraints (``trial.set_constraint``); TPE also
+    knows about running trials (constant liar) unless ``constant_liar`` is False."""
     name = resolve(name)
     warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
     if name == "tpe":
         return optuna.samplers.TPESampler(seed=seed, multivariate=True, group=True,
-                                          constant_liar=True, n_startup_trials=n_startup_trials)
+                                          constant_liar=constant_liar,
+                                          n_startup_trials=n_startup_trials)
     if name == "gp":
         return optuna.samplers.GPSampler(seed=seed, n_startup_trials=n_startup_trials)
     if name == "nsga2":
         return optuna.samplers.NSGAIISampler(seed=seed, population_size=max(8, n_startup_trials))
     if name == "random":
         return optuna.samplers.RandomSampler(seed=seed)
-    raise ValueError(f"unknown sampler {name!r}")
+    raise ValueError(f"unknown sampler {name!r}; known: auto, {', '.join(NAMES)}")

@@ -1,0 +1,181 @@
+"""Search efficiency on the simulator's ground truth (``make bench-search``).
+
+For each study profile x rule set x contender x seed: a 40-trial study with the real
+runner's trial behaviour (``search_run.py``), scored by the hypervolume of its measured
+points relative to the best known front (the grid of ``search_truth.GRID_AXES`` plus every
+configuration any run measured), with the default configuration as the reference point.
+
+    .venv/bin/python bench/search.py [--seeds 10] [--trials 40] [--processes 2] [--quick]
+
+Writes bench/results/search.json (every run), search.md (the table) and search.png.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from multiprocessing import Pool
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+os.environ.setdefault("OMP_NUM_THREADS", "1")  # GPSampler's torch on 2 busy cores
+
+from search_report import summarise, write_plot, write_table  # noqa: E402
+from search_run import Contender, run_one  # noqa: E402
+from search_truth import (GRID_AXES, PROFILES, RULE_SETS, Truth, default_outcome,  # noqa: E402
+                          front_volume, grid_flags, load_profile, point)
+from tuner.search import SearchPlan  # noqa: E402
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+CONTENDERS: tuple[Contender, ...] = (
+    Contender("random", SearchPlan("random")),
+    Contender("autotune-grid", None, note="vLLM auto_tune: max-num-seqs x max-num-batched-tokens"),
+    Contender("nsga2", SearchPlan("nsga2", n_startup_trials=8)),
+    Contender("gp", SearchPlan("gp", n_startup_trials=10), seeds=1,
+              only="llama3-8b-h200/vllm-v1", note="12 s per proposal here: one run"),
+    Contender("tpe", SearchPlan("tpe", n_startup_trials=10, constraints=False),
+              note="plain TPE: multivariate, no warm start, no constraints"),
+    Contender("tpe+warm", SearchPlan("tpe", n_startup_trials=10, warm_start=True,
+                                     constraints=False), seeds=5),
+    Contender("tpe+warm+constraints", SearchPlan("tpe", n_startup_trials=10, warm_start=True)),
+    Contender("tpe+warm+constraints+s5", SearchPlan("tpe", n_startup_trials=5, warm_start=True)),
+    Contender("tpe+warm+constraints+s16", SearchPlan("tpe", n_startup_trials=16,
+                                                     warm_start=True), seeds=5),
+    Contender("tpe+warm+constraints x4 liar", SearchPlan("tpe", n_startup_trials=10,
+                                                         warm_start=True), workers=4, seeds=5),
+    Contender("tpe+warm+constraints x4 no-liar",
+              SearchPlan("tpe", n_startup_trials=10, warm_start=True, constant_liar=False),
+              workers=4, seeds=5),
+)
+
+_TRUTHS: dict[str, Truth] = {}
+
+
+def _truth(name: str, rules: str) -> tuple:
+    profile = load_profile(name, rules)
+    if name not in _TRUTHS:
+        _TRUTHS[name] = Truth(profile)
+    truth = _TRUTHS[name]
+    truth.profile = profile
+    return profile, truth
+
+
+def _grid_job(args: tuple) -> tuple[str, dict]:
+    name, chunk = args
+    _, truth = _truth(name, "vllm-v1")
+    for flags in chunk:
+        truth.outcome(flags)
+    new, truth.new = truth.new, {}
+    return name, new
+
+
+def _run_job(args: tuple) -> tuple[dict, str, dict]:
+    name, rules, ci, seed, trials = args
+    profile, truth = _truth(name, rules)
+    c = CONTENDERS[ci]
+    t0 = time.perf_counter()
+    run = run_one(profile, truth, c, seed, trials)
+    run.update(profile=name, rules=rules, contender=c.name, seed=seed,
+               wall_s=time.perf_counter() - t0)
+    new, truth.new = truth.new, {}
+    return run, name, new
+
+
+def ground_truth(names, pool, log) -> dict[str, list[dict]]:
+    """Evaluate every grid point of every profile (cached on disk)."""
+    jobs, grids = [], {}
+    for name in names:
+        flags = []
+        for rules in RULE_SETS:
+            flags += grid_flags(load_profile(name, rules))
+        uniq = {json.dumps(f, sort_keys=True): f for f in flags}
+        grids[name] = list(uniq.values())
+        _, truth = _truth(name, "vllm-v1")
+        todo = [f for f in grids[name] if truth.known.get(_key(f)) is None]
+        jobs += [(name, todo[i:i + 25]) for i in range(0, len(todo), 25)]
+    log(f"grid: {sum(len(g) for g in grids.values())} points, {sum(len(j[1]) for j in jobs)} "
+        "to evaluate")
+    for i, (name, new) in enumerate(pool.imap_unordered(_grid_job, jobs)):
+        _TRUTHS[name].merge(new)
+        if i % 10 == 0:
+            log(f"  grid chunk {i + 1}/{len(jobs)}")
+    for name in names:
+        _TRUTHS[name].save()
+    return grids
+
+
+def _key(flags) -> str:
+    from tuner import record
+    return record.flags_key(flags)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--seeds", type=int, default=10)
+    ap.add_argument("--trials", type=int, default=40)
+    ap.add_argument("--processes", type=int, default=2)
+    ap.add_argument("--profiles", nargs="*", default=list(PROFILES))
+    ap.add_argument("--contenders", nargs="*", default=None)
+    ap.add_argument("--out", default=str(RESULTS / "search"))
+    args = ap.parse_args(argv)
+
+    def log(msg: str) -> None:
+        print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+    chosen = [i for i, c in enumerate(CONTENDERS)
+              if args.contenders is None or c.name in args.contenders]
+    started = time.perf_counter()
+    with Pool(args.processes) as pool:
+        grids = ground_truth(args.profiles, pool, log)
+        jobs = [(name, rules, ci, seed, args.trials) for name in args.profiles
+                for rules in RULE_SETS for ci in chosen
+                for seed in range(min(args.seeds, CONTENDERS[ci].seeds))
+                if CONTENDERS[ci].only in (None, f"{name}/{rules}")]
+        # slow samplers first, so that the pool ends evenly
+        jobs.sort(key=lambda j: CONTENDERS[j[2]].plan is None or
+                  CONTENDERS[j[2]].plan.sampler != "gp")
+        runs = []
+        for i, (run, name, new) in enumerate(pool.imap_unordered(_run_job, jobs)):
+            _truth(name, "vllm-v1")[1].merge(new)
+            runs.append(run)
+            if (i + 1) % 20 == 0 or i + 1 == len(jobs):
+                log(f"runs {i + 1}/{len(jobs)}")
+    for name in args.profiles:
+        _TRUTHS[name].save()
+    fronts = {}
+    for name in args.profiles:
+        for rules in RULE_SETS:
+            profile, truth = _truth(name, rules)
+            ref = point(default_outcome(truth))
+            grid_pts = [p for p in (point(truth.outcome(f)) for f in grid_flags(profile)) if p]
+            run_pts = [(-p[0], p[1]) for r in runs if r["profile"] == name and r["rules"] == rules
+                       for p in r["points"] if p]
+            fronts[f"{name}/{rules}"] = {
+                "reference": [-ref[0], ref[1]],
+                "grid_points": len(grid_flags(profile)),
+                "hv_grid": front_volume(grid_pts, ref),
+                "hv_best_known": front_volume(grid_pts + run_pts, ref),
+                "workload": profile.workload.__dict__,
+            }
+    data = {"trials": args.trials, "seeds": args.seeds, "grid_axes": GRID_AXES,
+            "contenders": [{"name": c.name, "plan": c.plan and c.plan.__dict__,
+                            "workers": c.workers, "seeds": min(args.seeds, c.seeds), "only": c.only,
+                            "note": c.note} for c in CONTENDERS],
+            "fronts": fronts, "runs": runs, "wall_s": time.perf_counter() - started,
+            "processes": args.processes}
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.with_suffix(".json").write_text(json.dumps(data, default=str))
+    rows = summarise(data)
+    write_table(rows, data, out.with_suffix(".md"))
+    write_plot(data, out.with_suffix(".png"))
+    log(f"wrote {out}.json/.md/.png in {time.perf_counter() - started:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,118 @@
+"""The search benchmark's figures: hypervolume ratio curves, the table and the plot."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tuner.results.hypervolume import hypervolume
+
+PLOTTED = ("random", "autotune-grid", "nsga2", "gp", "tpe", "tpe+warm+constraints+s5")
+
+
+def curve(run: dict, reference: list[float], total: float, trials: int) -> list[float]:
+    """Hypervolume ratio after each trial (the last value held when a run stopped early)."""
+    ref = (-reference[0], reference[1])
+    pts, out = [], []
+    for p in run["points"]:
+        if p is not None:
+            pts.append((-p[0], p[1]))
+        out.append(hypervolume(pts, ref) / total if total > 0 else math.nan)
+    last = out[-1] if out else 0.0
+    return (out + [last] * trials)[:trials]
+
+
+def reach(c: list[float], level: float, n: int) -> float:
+    return next((i + 1 for i, v in enumerate(c[:n]) if v >= level - 1e-12), math.inf)
+
+
+def summarise(data: dict) -> list[dict[str, Any]]:
+    trials = data["trials"]
+    rows = []
+    order = [c["name"] for c in data["contenders"]]
+    groups: dict[tuple, list] = {}
+    for r in data["runs"]:
+        groups.setdefault((r["profile"], r["rules"], r["contender"]), []).append(r)
+    for (profile, rules, name), runs in sorted(groups.items(),
+                                               key=lambda kv: (kv[0][0], kv[0][1],
+                                                               order.index(kv[0][2]))):
+        fr = data["fronts"][f"{profile}/{rules}"]
+        curves = [curve(r, fr["reference"], fr["hv_best_known"], trials) for r in runs]
+        n_done = [len(r["outcomes"]) for r in runs]
+        late = [o for r in runs for o in r["outcomes"][10:]]
+        every = [o for r in runs for o in r["outcomes"]]
+        rows.append({
+            "profile": profile, "rules": rules, "contender": name, "seeds": len(runs),
+            "to90": float(np.median([reach(c, 0.9, n) for c, n in zip(curves, n_done)])),
+            "to95": float(np.median([reach(c, 0.95, n) for c, n in zip(curves, n_done)])),
+            "hv20": float(np.median([c[19] for c in curves])),
+            "hv40": float(np.median([c[trials - 1] for c in curves])),
+            "wasted": sum(o == "infeasible" for o in every) / max(1, len(every)),
+            "wasted_after10": sum(o == "infeasible" for o in late) / max(1, len(late)),
+            "ask_ms": float(np.median([np.mean(r["ask_ms"]) for r in runs])),
+            "duplicates": float(np.mean([r["duplicates"] for r in runs])),
+            "trials_run": float(np.median(n_done)),
+            "curves": curves,
+        })
+    return rows
+
+
+def _n(v: float) -> str:
+    return ">40" if math.isinf(v) else f"{v:g}"
+
+
+def write_table(rows: list[dict], data: dict, path: Path) -> None:
+    lines = ["| profile | rules | contender | seeds | trials to 90% | to 95% | HV@20 | HV@40 | "
+             "wasted (all) | wasted after 10 | dups/run | ms/proposal |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['profile']} | {r['rules']} | {r['contender']} | {r['seeds']} | "
+                     f"{_n(r['to90'])} | {_n(r['to95'])} | {r['hv20']:.3f} | {r['hv40']:.3f} | "
+                     f"{r['wasted']:.0%} | {r['wasted_after10']:.0%} | {r['duplicates']:.1f} | "
+                     f"{r['ask_ms']:.1f} |")
+    fronts = ["| profile/rules | grid points | HV(grid) / HV(best known) |", "|---|---|---|"]
+    for key, fr in data["fronts"].items():
+        ratio = fr["hv_grid"] / fr["hv_best_known"] if fr["hv_best_known"] else math.nan
+        fronts.append(f"| {key} | {fr['grid_points']} | {ratio:.3f} |")
+    path.write_text("\n".join(lines) + "\n\nGround truth:\n\n" + "\n".join(fronts) + "\n")
+
+
+def write_plot(data: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = summarise(data)
+    profiles = sorted({r["profile"] for r in rows})
+    rules = sorted({r["rules"] for r in rows})
+    fig, axes = plt.subplots(len(rules), len(profiles), figsize=(5 * len(profiles),
+                                                                  3.6 * len(rules)),
+                             squeeze=False, sharey=True)
+    x = np.arange(1, data["trials"] + 1)
+    for r in rows:
+        if r["contender"] not in PLOTTED:
+            continue
+        ax = axes[rules.index(r["rules"])][profiles.index(r["profile"])]
+        c = np.array(r["curves"])
+        q1, med, q3 = np.percentile(c, [25, 50, 75], axis=0)
+        line, = ax.plot(x, med, label=r["contender"])
+        ax.fill_between(x, q1, q3, alpha=0.15, color=line.get_color())
+    for i, rs in enumerate(rules):
+        for j, p in enumerate(profiles):
+            ax = axes[i][j]
+            ax.set_title(f"{p} ({rs} rules)", fontsize=9)
+            ax.axhline(0.95, color="grey", lw=0.6, ls=":")
+            ax.set_ylim(0, 1.05)
+            ax.set_xlabel("trials")
+            if j == 0:
+                ax.set_ylabel("hypervolume / best known")
+    axes[0][0].legend(fontsize=7, loc="lower right")
+    fig.suptitle("Search efficiency on the simulator (median and inter-quartile band over seeds)",
+                 fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

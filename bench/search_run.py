@@ -1,0 +1,140 @@
+"""One search run on the simulator's ground truth, with the real runner's trial behaviour.
+
+The runner's own pieces decide each trial: ``propose`` (baseline as given, or the
+sampler's proposal repaired through the rule set, or infeasible without a launch),
+``already_measured`` (duplicates are told the earlier result and cost no trial) and the
+``tuner.record`` outcomes (a configuration that does not start costs a trial and is told
+``starts`` = 1 with the study's worst values). Parallel workers are modelled in order:
+``workers`` measurements are in flight; rule-infeasible and duplicate proposals are told at
+once, as the runner does before launching.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+import warnings
+from collections import deque
+from dataclasses import dataclass
+from typing import Any
+
+import optuna
+
+from search_truth import Profile, Truth, point
+from tuner import record
+from tuner.runner.proposal import Proposal, already_measured, propose
+from tuner.search import SearchPlan, warm_start
+
+MAX_DUPLICATES_IN_A_ROW = 25  # as tuner.runner.worker
+AUTOTUNE_SEQS = (64, 128, 256, 512, 1024)
+AUTOTUNE_TOKENS = (256, 512, 1024, 2048, 4096, 8192, 16384, 32768)
+
+
+@dataclass(frozen=True)
+class Contender:
+    """A named way to search: a plan (sampler and choices), or vLLM's auto_tune grid."""
+
+    name: str
+    plan: SearchPlan | None  # None: the auto_tune grid (max-num-seqs x max-num-batched-tokens)
+    workers: int = 1
+    seeds: int = 10
+    only: str | None = None  # "profile/rules": run there only (slow samplers)
+    note: str = ""
+
+
+def _tell(study: optuna.Study, trial: optuna.Trial, told: record.Told, constraints: bool) -> None:
+    for key, value in told.attrs.items():
+        trial.set_user_attr(key, value)
+    if constraints:
+        for key, value in told.constraints.items():
+            trial.set_constraint(key, value)
+    study.tell(trial, list(told.values))
+
+
+def _enqueue_autotune(study: optuna.Study, profile: Profile, seed: int) -> int:
+    """vLLM auto_tune's grid (other flags at vLLM's defaults), in a seeded order."""
+    space = profile.space
+    combos = [(s, t) for s in AUTOTUNE_SEQS for t in AUTOTUNE_TOKENS]
+    random.Random(seed).shuffle(combos)
+    for seqs, tokens in combos:
+        flags = {**{k: space.defaults[k] for k in space.names}, **space.fixed,
+                 "max_num_seqs": seqs, "max_num_batched_tokens": tokens}
+        study.enqueue_trial({p.name: flags[p.name] for p in space.params})
+    return len(combos)
+
+
+def _measure(profile: Profile, truth: Truth, prop: Proposal, base: dict) -> record.Told:
+    o = truth.outcome(prop.flags)
+    if not o["started"]:
+        return record.infeasible(profile.spec, {"class": o["failure"], "message": "",
+                                                "log_tail": ""}, base)
+    metrics = {k: o[k] for k in ("output_throughput", "p99_itl_ms", "p99_ttft_ms")}
+    return record.measured(profile.spec, metrics, base)
+
+
+def run_one(profile: Profile, truth: Truth, c: Contender, seed: int,
+            n_trials: int = 40) -> dict[str, Any]:
+    """Trials in the order they finished: {"points": [[tok/s, p99 ITL] | None], "outcomes",
+    "ask_ms", "duplicates", "stopped"}."""
+    warnings.filterwarnings("ignore")
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    plan = c.plan or SearchPlan("random", constraints=False)
+    study = optuna.create_study(directions=[o.direction for o in profile.spec.objectives],
+                                sampler=plan.sampler_for(seed))
+    limit = _enqueue_autotune(study, profile, seed) if c.plan is None else None
+    if plan.warm_start:
+        warm_start(study, profile.space)
+    dists = profile.space.distributions()
+    points: list[Any] = []
+    outcomes: list[str] = []
+    ask_ms: list[float] = []
+    running: deque = deque()
+    asked = dups = dup_run = 0
+    stopped = ""
+
+    def finish(trial, told: record.Told) -> None:
+        _tell(study, trial, told, plan.constraints)
+        outcome = told.attrs["outcome"]
+        outcomes.append(outcome)
+        p = point(truth.outcome(told.attrs["flags"])) if outcome == record.MEASURED else None
+        points.append(None if p is None else [-p[0], p[1]])
+
+    while len(outcomes) < n_trials:
+        if (len(running) < c.workers and len(outcomes) + len(running) < n_trials
+                and (limit is None or asked < limit) and dup_run < MAX_DUPLICATES_IN_A_ROW):
+            t0 = time.perf_counter()
+            trial = study.ask(dists)
+            prop = propose(profile.space, trial)
+            ask_ms.append((time.perf_counter() - t0) * 1000)
+            asked += 1
+            base = prop.attrs()
+            if prop.infeasible:
+                finish(trial, record.infeasible(profile.spec, {"class": "rules", "message":
+                                                               prop.infeasible, "log_tail": ""}, base))
+                dup_run = 0
+                continue
+            if not prop.baseline:
+                seen = already_measured(study, prop.flags, trial.number)
+                if seen is not None:
+                    told = record.duplicate(seen.number, seen.values, seen.constraints,
+                                            seen.user_attrs, base)
+                    for key, value in told.attrs.items():
+                        trial.set_user_attr(key, value)
+                    if plan.constraints:
+                        for key, value in told.constraints.items():
+                            trial.set_constraint(key, value)
+                    study.tell(trial, list(told.values))
+                    dups += 1
+                    dup_run += 1
+                    continue
+            dup_run = 0
+            running.append((trial, prop, base))
+            continue
+        if not running:
+            stopped = ("grid exhausted" if limit is not None and asked >= limit else
+                       f"{dup_run} duplicates in a row")
+            break
+        trial, prop, base = running.popleft()
+        finish(trial, _measure(profile, truth, prop, base))
+    return {"points": points, "outcomes": outcomes, "ask_ms": ask_ms, "duplicates": dups,
+            "stopped": stopped}

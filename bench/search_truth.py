@@ -1,0 +1,147 @@
+"""The ground truth of the search benchmark: the simulator's offline evaluator, a cache of
+its outcomes, the grid over each profile's space and the best known Pareto front.
+
+Only this module (the harness) imports the simulator; the samplers learn from told trials.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+from tuner import record
+from tuner.results.hypervolume import hypervolume
+from tuner.sim import SimWorkload, evaluate, load_gpu, load_shape
+from tuner.space import SearchSpace, baselines, build_space
+from tuner.study import StudySpec, load_study_file
+
+ROOT = Path(__file__).resolve().parents[1]
+CACHE = Path(os.environ.get("TUNER_SEARCH_CACHE",
+                           Path.home() / ".cache" / "tuner-bench-search"))
+MODELS = {"llama3-8b-h200": "studies/models/llama3-8b"}  # its file names a GPU-box path
+PROFILES = ("llama3-8b-h200", "chat-shared-prefix-h200", "llama3-70b-tp2-h200")
+RULE_SETS = ("article", "vllm-v1")
+REQUESTS_PER_SLOT = 2  # num_requests = 2 x concurrency (the study files' 1000 cost 3x more)
+
+# The grid (the Python API of tuner.sim over the study's space; block size 16, max-model-len
+# the workload's need): 7 x 2 x 2^3 x 3 x 2 = 672 points per profile
+GRID_AXES: dict[str, tuple[Any, ...]] = {
+    "max_num_batched_tokens": (256, 512, 1024, 2048, 4096, 8192, 16384),
+    "max_model_len": ("min",),
+    "gpu_memory_utilization": (0.6, 0.95),
+    "enable_prefix_caching": (False, True),
+    "enable_chunked_prefill": (False, True),
+    "enforce_eager": (False, True),
+    "max_num_seqs": (64, 256, 1024),
+    "kv_cache_dtype": ("auto", "fp8"),
+}
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    rules: str
+    spec: StudySpec
+    space: SearchSpace
+    workload: SimWorkload
+
+    @property
+    def key(self) -> str:
+        return f"{self.name}/{self.rules}"
+
+
+def load_profile(name: str, rules: str) -> Profile:
+    spec = load_study_file(ROOT / "studies" / f"{name}.toml")
+    model = spec.model.model_copy(update={"path": str(ROOT / MODELS.get(name, spec.model.path))})
+    space_sec = spec.space.model_copy(update={"rules": rules})
+    spec = spec.model_copy(update={"model": model, "space": space_sec})
+    w = spec.workload
+    workload = SimWorkload(concurrency=w.max_concurrency,
+                           num_requests=REQUESTS_PER_SLOT * w.max_concurrency,
+                           input_len=w.input_len, output_len=w.output_len,
+                           range_ratio=w.range_ratio, num_prefixes=w.num_prefixes,
+                           prefix_len=w.prefix_len, seed=w.seed)
+    return Profile(name, rules, spec, build_space(spec), workload)
+
+
+class Truth:
+    """Outcomes of one profile's configurations (the rule set does not change them),
+    memoised in memory and on disk (``CACHE``)."""
+
+    def __init__(self, profile: Profile) -> None:
+        self.profile = profile
+        self.shape = load_shape(profile.spec.model.path)
+        self.gpu = load_gpu(profile.spec.hardware.gpu)
+        self.path = CACHE / f"{profile.name}-n{profile.workload.num_requests}.json"
+        self.known: dict[str, dict[str, Any]] = {}
+        if self.path.is_file():
+            self.known = json.loads(self.path.read_text())
+        self.new: dict[str, dict[str, Any]] = {}
+
+    def outcome(self, flags: Mapping[str, Any]) -> dict[str, Any]:
+        """{"started", "failure", "output_throughput", "p99_itl_ms", "p99_ttft_ms"}."""
+        key = record.flags_key(flags)
+        hit = self.known.get(key)
+        if hit is None:
+            o = evaluate(dict(flags), self.shape, self.gpu, self.profile.workload)
+            hit = {"flags": dict(flags), "started": o.started, "failure": o.failure_kind,
+                   "output_throughput": o.output_throughput,
+                   "p99_itl_ms": o.p99_itl_ms if o.started else None,
+                   "p99_ttft_ms": o.p99_ttft_ms if o.started else None}
+            self.known[key] = self.new[key] = hit
+        return hit
+
+    def merge(self, entries: Mapping[str, dict[str, Any]]) -> None:
+        self.known.update(entries)
+        self.new.update(entries)
+
+    def save(self) -> None:
+        if not self.new:
+            return
+        CACHE.mkdir(parents=True, exist_ok=True)
+        on_disk = json.loads(self.path.read_text()) if self.path.is_file() else {}
+        on_disk.update(self.known)
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(on_disk))
+        tmp.replace(self.path)
+        self.new = {}
+
+
+def grid_flags(profile: Profile) -> list[dict[str, Any]]:
+    """Every grid point as complete flags; points the rule set would move are left out
+    (the rules' repair maps them onto other points)."""
+    space = profile.space
+    lens = {"min": space.param("max_model_len").low if space.param("max_model_len")
+            else space.fixed["max_model_len"], "max": space.context.model_max_len}
+    names = list(GRID_AXES)
+    out = []
+    for combo in itertools.product(*(GRID_AXES[n] for n in names)):
+        flags = {**{k: space.defaults[k] for k in space.names}, **space.fixed}
+        for n, v in zip(names, combo):
+            if n in space.fixed:
+                continue
+            flags[n] = lens[v] if n == "max_model_len" else v
+        if not space.rules.violations(flags, space.context) and space.contains(flags):
+            out.append(flags)
+    return out
+
+
+def point(o: Mapping[str, Any]) -> tuple[float, float] | None:
+    """The minimised objective vector of a started outcome (-tokens/s, p99 ITL ms)."""
+    if not o["started"] or o["p99_itl_ms"] is None or not math.isfinite(o["p99_itl_ms"]):
+        return None
+    return (-o["output_throughput"], o["p99_itl_ms"])
+
+
+def default_outcome(truth: Truth) -> dict[str, Any]:
+    b = next(b for b in baselines(truth.profile.space) if b.name == "default")
+    return truth.outcome(b.flags)
+
+
+def front_volume(points: list[tuple[float, float]], reference: tuple[float, float]) -> float:
+    return hypervolume(points, reference)

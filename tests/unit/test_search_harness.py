@@ -1,0 +1,62 @@
+"""The search benchmark's harness follows the runner's trial behaviour (a stand-in truth,
+not the simulator): refused configurations cost a trial, duplicates do not."""
+
+import math
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+
+from search_report import curve, reach  # noqa: E402
+from search_run import Contender, run_one  # noqa: E402
+from search_truth import load_profile  # noqa: E402
+
+from tuner.search import SearchPlan  # noqa: E402
+
+
+class StandIn:
+    """Starts when gpu_memory_utilization >= 0.7; throughput and ITL from two flags."""
+
+    def __init__(self):
+        self.calls = 0
+
+    def outcome(self, flags):
+        self.calls += 1
+        if flags["gpu_memory_utilization"] < 0.7:
+            return {"started": False, "failure": "no_kv_memory", "output_throughput": 0.0,
+                    "p99_itl_ms": None, "p99_ttft_ms": None}
+        t = float(flags["max_num_batched_tokens"])
+        return {"started": True, "failure": None, "output_throughput": 1000 + math.log(t),
+                "p99_itl_ms": 10 + t / 1000, "p99_ttft_ms": 100.0}
+
+
+def test_refusals_cost_a_trial_and_duplicates_do_not():
+    profile = load_profile("chat-shared-prefix-h200", "article")
+    run = run_one(profile, StandIn(), Contender("r", SearchPlan("random")), seed=3, n_trials=30)
+    assert len(run["outcomes"]) == 30 and len(run["points"]) == 30
+    assert "infeasible" in run["outcomes"]  # gpu_memory_utilization below 0.7 half the time
+    assert all((p is None) == (o != "measured") for p, o in zip(run["points"], run["outcomes"]))
+    assert "duplicate" not in run["outcomes"]
+
+
+def test_autotune_grid_runs_its_grid_once_and_repeats_are_free():
+    profile = load_profile("llama3-8b-h200", "article")
+    truth = StandIn()
+    run = run_one(profile, truth, Contender("g", None), seed=0, n_trials=40)
+    # max_num_seqs above the token budget is repaired down: those repeat measured points
+    assert run["duplicates"] > 0 and run["stopped"] == "grid exhausted"
+    assert len(run["outcomes"]) + run["duplicates"] == 40
+
+
+def test_parallel_workers_keep_the_budget():
+    profile = load_profile("llama3-8b-h200", "vllm-v1")
+    c = Contender("x4", SearchPlan("tpe", n_startup_trials=4, warm_start=True), workers=4)
+    run = run_one(profile, StandIn(), c, seed=1, n_trials=12)
+    assert len(run["outcomes"]) == 12
+
+
+def test_hypervolume_curve_and_trials_to_reach():
+    run = {"points": [None, [2.0, 5.0], [3.0, 4.0]]}
+    c = curve(run, reference=[1.0, 6.0], total=4.0, trials=5)  # (3, 4) dominates: 2 x 2
+    assert c[0] == 0 and math.isclose(c[1], 0.25) and c[-1] == c[2] and math.isclose(c[2], 1.0)
+    assert reach(c, 0.95, 5) == 3 and math.isinf(reach(c[:2], 0.95, 2))

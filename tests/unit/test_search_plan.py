@@ -1,0 +1,42 @@
+"""tuner.search: plans, warm start, and the sampler choice (no simulator involved)."""
+
+import optuna
+import pytest
+
+from tuner.search import PLANS, SearchPlan, warm_start
+from tuner.space import baselines, build_space
+from tuner.study import load_study_file
+from tuner.study.sampler import AUTO, make_sampler, resolve
+
+
+def test_auto_is_a_known_sampler_and_the_auto_plan_uses_it():
+    assert resolve("auto") == AUTO
+    assert PLANS["auto"].sampler == AUTO
+    assert isinstance(make_sampler("auto", 0), type(PLANS["auto"].sampler_for(0)))
+
+
+def test_unknown_sampler_names_the_known_ones():
+    with pytest.raises(ValueError, match="known: auto, tpe"):
+        make_sampler("cmaes", 0)
+
+
+def test_plan_passes_startup_and_constant_liar_to_tpe():
+    s = SearchPlan("tpe", n_startup_trials=5, constant_liar=False).sampler_for(1)
+    assert isinstance(s, optuna.samplers.TPESampler)
+    assert s._n_startup_trials == 5 and s._constant_liar is False
+    assert make_sampler("tpe", 1)._constant_liar is True
+
+
+def test_warm_start_asks_the_baselines_first_as_given(study_file):
+    spec = load_study_file(study_file('[model]\npath = "models/llama3-8b"\n'))
+    space = build_space(spec)
+    study = optuna.create_study(directions=["maximize", "minimize"],
+                                sampler=make_sampler("tpe", 0))
+    assert warm_start(study, space) == 3
+    expected = baselines(space)
+    for b in expected:
+        trial = study.ask(space.distributions())
+        assert trial.user_attrs["baseline"] == b.name
+        assert trial.params == {p.name: b.flags[p.name] for p in space.params}
+        study.tell(trial, [1.0, 1.0])
+    assert "baseline" not in study.ask(space.distributions()).user_attrs

@@ -1,0 +1,33 @@
+"""A search plan: the sampler and the choices around it that the benchmark compares."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import optuna
+
+from tuner.study.sampler import make_sampler
+
+
+@dataclass(frozen=True)
+class SearchPlan:
+    """``sampler``: a name ``make_sampler`` knows; ``n_startup_trials``: random trials
+    before the model (the baselines count when warm-started); ``warm_start``: enqueue the
+    baselines first; ``constraints``: tell ``starts`` / SLO constraints so that the sampler
+    learns the infeasible region; ``constant_liar``: running trials count as bad
+    (batch-aware proposals for parallel workers)."""
+
+    sampler: str
+    n_startup_trials: int = 10
+    warm_start: bool = False
+    constraints: bool = True
+    constant_liar: bool = True
+
+    def sampler_for(self, seed: int | None) -> optuna.samplers.BaseSampler:
+        return make_sampler(self.sampler, seed, self.n_startup_trials,
+                            constant_liar=self.constant_liar)
+
+
+PLANS: dict[str, SearchPlan] = {
+    "auto": SearchPlan("tpe", n_startup_trials=5, warm_start=True),
+}
