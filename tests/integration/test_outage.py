@@ -65,12 +65,30 @@ def test_unreachable_database_is_retried_then_reported_without_the_password(priv
     assert transient(caught.value.__cause__)
 
 
+def test_other_database_errors_are_not_retried_and_other_errors_pass_through():
+    def broken():
+        raise sqlalchemy.exc.ProgrammingError("select nothing", {}, Exception("syntax error"))
+
+    slept = []
+    with pytest.raises(StorageError, match="syntax error"):
+        retrying(broken, sleep=slept.append)
+    with pytest.raises(KeyError):
+        retrying(lambda: {}["x"], sleep=slept.append)
+    assert slept == []
+
+
 def test_wrong_password_is_not_retried_and_not_shown(private_pg):
     bad = private_pg.url.replace(private_pg.password, "wrong-Pa55word")
     engine = sqlalchemy.create_engine(bad)
     with pytest.raises(sqlalchemy.exc.OperationalError) as caught:
         engine.connect()
     assert "wrong-Pa55word" not in reason(caught.value, ("wrong-Pa55word",))
+    assert not transient(caught.value)  # a refused login is no outage: no waiting
+    slept = []
+    with pytest.raises(StorageError) as retried:
+        retrying(engine.connect, url=bad, sleep=slept.append)
+    assert slept == [] and "password authentication failed" in str(retried.value)
+    assert "wrong-Pa55word" not in str(retried.value)
     with pytest.raises(StorageError) as opened:
         open_storage(bad)
     assert "wrong-Pa55word" not in str(opened.value)

@@ -39,6 +39,11 @@ _CREDENTIALS = re.compile(r"(://[^:/@\s]*:)[^@\s]*(@)")
 _PASSWORD_WORD = re.compile(r"(password\s*=\s*)('[^']*'|\S+)", re.IGNORECASE)
 
 
+# The server answered and said no: a configuration error, not an outage; waiting won't help.
+_REFUSALS = ("password authentication failed", "no pg_hba.conf entry",
+             "authentication failed", "role \"")
+
+
 class StorageUnreachable(StorageError):
     """The database stayed unreachable for the whole retry budget."""
 
@@ -69,7 +74,10 @@ def _chain(error: BaseException) -> Iterator[BaseException]:
 
 def transient(error: BaseException) -> bool:
     """True when the error means the database is unreachable (down, restarting, the
-    connection dropped), so that the same call may succeed later."""
+    connection dropped), so that the same call may succeed later. A login the server
+    refused (wrong password, not allowed from this address) is not transient."""
+    if any(r in str(e) for e in _chain(error) for r in _REFUSALS):
+        return False
     for e in _chain(error):
         if isinstance(e, sqlalchemy.exc.DBAPIError) and e.connection_invalidated:
             return True
