@@ -13,11 +13,10 @@ import time
 import urllib.error
 import urllib.request
 
-import pytest
 
 from tuner.cli.results import load_summary
 from tuner.testing.studies import make_study
-from tuner.testing.worker_procs import start_worker, wait_for
+from tuner.testing.worker_procs import start_worker
 
 
 @contextlib.contextmanager

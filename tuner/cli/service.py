@@ -64,12 +64,16 @@ def _status(args: argparse.Namespace) -> int:
         except BrokenPipeError:  # `tuner status S | head`
             sys.stdout = None
         return 0
-    while True:  # a live view until Ctrl-C
-        text = render_status(read_status(args.study, url))
-        sys.stdout.write("\x1b[H\x1b[2J" + text + f"\n\n(every {REFRESH_S:g} s; Ctrl-C to "
-                         "leave)\n")
-        sys.stdout.flush()
-        time.sleep(REFRESH_S)
+    try:
+        while True:  # a live view until Ctrl-C
+            text = render_status(read_status(args.study, url))
+            sys.stdout.write("\x1b[H\x1b[2J" + text + f"\n\n(every {REFRESH_S:g} s; "
+                             "Ctrl-C to leave)\n")
+            sys.stdout.flush()
+            time.sleep(REFRESH_S)
+    except KeyboardInterrupt:
+        print()
+        return 0
 
 
 def _stop(args: argparse.Namespace) -> int:

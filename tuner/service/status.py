@@ -161,6 +161,8 @@ def render(st: StudyStatus) -> str:
     for w in st.workers:
         doing = (f"trial {w.trial} {w.phase} for {_duration(w.phase_elapsed_s)}"
                  if w.alive and w.trial is not None else w.phase)
+        if w.state == "dead":
+            doing = f"last heartbeat {_duration(w.heartbeat_age_s)} ago"
         lines.append(f"  {_life(w):5} {w.id:<24} gpus "
                      f"{','.join(map(str, w.gpus)) or '-':<7} {w.state:<11} {doing}")
     if not st.workers:
