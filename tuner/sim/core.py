@@ -22,7 +22,7 @@ class EngineCore:
                  consts: EngineConstants, plan: MemoryPlan) -> None:
         self.cfg = cfg
         self.plan = plan
-        self.scheduler = Scheduler(cfg, plan.num_blocks)
+        self.scheduler = Scheduler(cfg, plan.num_blocks, consts.unchunked_mixes_decodes)
         self.coef = coefficients(cfg, shape, gpu, consts)
         self.steps = 0
         self.busy_s = 0.0

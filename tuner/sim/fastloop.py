@@ -29,6 +29,7 @@ def run_closed_loop_fast(core: EngineCore, plan, hashes, concurrency: int, n: in
     cfg, pool, coef = core.cfg, core.scheduler.pool, core.coef
     bs, budget_max, max_len = cfg.block_size, cfg.max_num_batched_tokens, cfg.max_model_len
     chunked, max_seqs = cfg.enable_chunked_prefill, cfg.max_num_seqs
+    mixed = chunked or core.scheduler.mixed_unchunked  # decodes share steps with prefills
     waiting: deque[Request] = deque()
     prefilling: list[Request] = []  # running, prompt not done (always after the decoders)
     block_at: dict[int, list[Request]] = defaultdict(list)
@@ -39,6 +40,8 @@ def run_closed_loop_fast(core: EngineCore, plan, hashes, concurrency: int, n: in
     ttft: list[float] = []
     itl_vals: list[float] = []
     itl_counts: list[int] = []
+    itl_steps: list[int] = []  # the step (1-based) each ITL entry ended at
+    step_t: list[float] = []  # the end time of every step
     t = 0.0
     epoch = 0  # decode steps so far
     n_dec = 0
@@ -70,14 +73,14 @@ def run_closed_loop_fast(core: EngineCore, plan, hashes, concurrency: int, n: in
         issue(0.0)
     while waiting or prefilling or n_dec:
         work: list[tuple[Request, int, int]] = []
-        decode = chunked or not waiting
-        if not chunked and waiting:  # prefill-first: whole prompts, then decodes
+        decode = mixed or not waiting
+        if not mixed and waiting:  # prefill-first: whole prompts, then decodes
             work = _admit(waiting, prefilling, n_dec, pool, budget_max, max_seqs, False)
             decode = not work
         budget = budget_max
         grow = block_at.pop(epoch, ()) if decode and n_dec else ()
         need = len(grow)
-        if decode and chunked:
+        if decode and mixed:
             budget -= n_dec
             for r in prefilling:
                 if budget <= 0:
@@ -95,8 +98,8 @@ def run_closed_loop_fast(core: EngineCore, plan, hashes, concurrency: int, n: in
         for r, k, c in work:
             if r.n_blocks < -(-(c + k) // bs):
                 pool.allocate(r, -(-(c + k) // bs) - r.n_blocks)
-        if chunked and decode and budget > 0 and len(work) == len(prefilling):
-            work += _admit(waiting, prefilling, n_dec, pool, budget, max_seqs, True)
+        if mixed and decode and budget > 0 and len(work) == len(prefilling):
+            work += _admit(waiting, prefilling, n_dec, pool, budget, max_seqs, chunked)
         d = n_dec if decode else 0
         if not d and not work:
             raise RuntimeError("simulated engine stalled with work queued")
@@ -113,14 +116,17 @@ def run_closed_loop_fast(core: EngineCore, plan, hashes, concurrency: int, n: in
         dt = step_seconds(coef, tokens, d + len(work), logits, attn, kv)
         t += dt
         core.steps += 1
+        step_t.append(t)
         if d:
             old = d - len(fresh)
             if old:
                 itl_vals.append(t - last_decode_t)
                 itl_counts.append(old)
+                itl_steps.append(core.steps)
             for r in fresh:
                 itl_vals.append(t - first_token_t[r.rid])
                 itl_counts.append(1)
+                itl_steps.append(core.steps)
             fresh = []
             last_decode_t = t
             output_tokens += d
@@ -159,7 +165,8 @@ def run_closed_loop_fast(core: EngineCore, plan, hashes, concurrency: int, n: in
                     to_decode(r)
                     fresh.append(r)
     return {"duration_s": t, "output_tokens": output_tokens, "ttft": ttft,
-            "itl_values": itl_vals, "itl_counts": itl_counts,
+            "itl_values": itl_vals, "itl_counts": itl_counts, "itl_steps": itl_steps,
+            "step_t": step_t,
             "hit_rate": pool.hits / pool.queries if pool.queries else 0.0}
 
 

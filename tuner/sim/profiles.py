@@ -60,6 +60,9 @@ class EngineConstants:
     sampler_bytes_per_logit: float
     allreduce_latency_us: float
     driver_reserved_mib: int
+    # Terms added by the H200 calibration (bench/calibrate_sim.py); 0 / False: without them.
+    itl_coalesced_fraction: float = 0.0
+    unchunked_mixes_decodes: bool = False
 
 
 @lru_cache(maxsize=4)

@@ -7,9 +7,14 @@ are cut into chunks to fit the budget. When a running request needs a block and 
 the lowest-priority running request (the last admitted) is preempted: its blocks are freed
 and it waits at the head of the queue to be recomputed. No admissions in a step that preempted.
 
-Chunked prefill off (the article's time, vLLM V0): a step is either a prefill step (whole
-prompts of waiting requests, up to the budget) or, when none can be admitted, a decode step
-over every running request. Prefills go first, so decodes stall while prompts arrive.
+Chunked prefill off, ``mixed_unchunked`` (vLLM V1, measured on vLLM 0.24): as above, but a
+prompt is admitted only whole (admission stops at the first prompt that does not fit the
+budget left after the decodes), so decodes share their steps with whole prefills.
+
+Chunked prefill off, not ``mixed_unchunked`` (the article's time, vLLM V0): a step is either a
+prefill step (whole prompts of waiting requests, up to the budget) or, when none can be
+admitted, a decode step over every running request. Prefills go first, so decodes stall
+while prompts arrive.
 """
 
 from __future__ import annotations
@@ -60,8 +65,9 @@ class Step:
 class Scheduler:
     """vLLM's scheduler over a BlockPool; ``schedule()`` then ``complete(step)``, repeatedly."""
 
-    def __init__(self, cfg: EngineConfig, num_blocks: int) -> None:
+    def __init__(self, cfg: EngineConfig, num_blocks: int, mixed_unchunked: bool = False) -> None:
         self.cfg = cfg
+        self.mixed_unchunked = mixed_unchunked
         self.pool = BlockPool(num_blocks, cfg.block_size, cfg.enable_prefix_caching)
         self.waiting: deque[Request] = deque()
         self.running: list[Request] = []
@@ -75,11 +81,12 @@ class Scheduler:
 
     def schedule(self) -> Step:
         work: list[tuple[Request, int, int]] = []
-        if self.cfg.enable_chunked_prefill:
+        chunked = self.cfg.enable_chunked_prefill
+        if chunked or self.mixed_unchunked:
             before = self.preemptions
             budget = self._schedule_running(work, self.cfg.max_num_batched_tokens)
             if self.preemptions == before and len(work) == len(self.running) and budget > 0:
-                self._admit(work, budget, chunked=True)
+                self._admit(work, budget, chunked=chunked)
         elif not self._admit(work, self.cfg.max_num_batched_tokens, chunked=False):
             self._schedule_running(work, None)
         tokens = decodes = logits = kv = 0

@@ -1,0 +1,453 @@
+"""Calibrate the simulator (tuner.sim) against the real H200 trials in results/h200/.
+
+    .venv/bin/python bench/calibrate_sim.py            # fit, write profiles.toml and the report
+    .venv/bin/python bench/calibrate_sim.py --check    # evaluate only (no fit, nothing written)
+
+Each measured configuration of ``results/h200/trials.json`` (duplicates left out) is run
+through ``tuner.sim.evaluate`` with the flags of the `vllm serve` command the trial really
+ran and the study's workload (closed loop, random 1024/128, 1,000 requests, concurrency 256).
+Then four engine constants are fitted by Nelder-Mead on the log errors of output throughput,
+p99 ITL and median ITL: the achievable memory bandwidth, the per-step overhead, the eager
+launch cost per layer, and the share of token pairs the client receives in one message. The
+memory constants are not fitted (the report says why); the structural change this needed
+(``unchunked_mixes_decodes``) is set in profiles.toml by hand.
+
+The fitted values are written into ``tuner/sim/profiles.toml`` with their source, and the
+report, before and after, into ``results/h200/simulator-error.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import math
+import re
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+ROOT = Path(__file__).resolve().parents[1]
+TRIALS = ROOT / "results/h200/trials.json"
+STUDY = ROOT / "studies/llama3-8b-h200.toml"
+MODEL = ROOT / "studies/models/llama3-8b"
+PROFILES = ROOT / "tuner/sim/profiles.toml"
+REPORT = ROOT / "results/h200/simulator-error.md"
+DATE = "2026-11-29"
+SOURCE = f"measured on H200, results/h200/ ({DATE}), bench/calibrate_sim.py"
+
+# The goals of issue 10 (relative error, calibrated model vs measurement).
+GOALS = {"kv_cache_tokens": 0.02, "output_throughput": 0.20, "p99_itl_ms": 0.20}
+# Where the goal cannot be met without breaking the start-check tests (see the report's
+# limits): the bound the calibrated model is held to instead.
+KNOWN_GAPS = {(0, "kv_cache_tokens"): 0.025}
+METRICS = ("kv_cache_tokens", "output_throughput", "p99_itl_ms", "median_itl_ms",
+           "median_ttft_ms")
+SPEED_KEYS = ("bandwidth_efficiency", "step_overhead_ms", "eager_launch_us_per_layer",
+              "itl_coalesced_fraction")
+
+
+@dataclass(frozen=True)
+class Point:
+    """One measured configuration: the flags vLLM ran with and what was measured."""
+
+    trial: int
+    flags: dict[str, Any]
+    measured: dict[str, float]
+    vllm_bench: dict[str, float]  # `vllm bench serve` on the same server, when it ran
+
+
+# ---- pure: the measured points and the errors --------------------------------------------
+
+def flags_from_command(command: list[str]) -> dict[str, Any]:
+    """The engine flags of a recorded `python -m vllm...api_server` command line (the flags
+    not on it take vLLM's defaults in the simulator, as they did in vLLM)."""
+    from tuner.sim.serveargs import add_serve_flags, engine_flags
+
+    argv = command[command.index("-m") + 2:] if "-m" in command else command[1:]
+    p = argparse.ArgumentParser(add_help=False)
+    add_serve_flags(p)
+    args, _ = p.parse_known_args(argv)
+    flags = engine_flags(args)
+    return {k: v for k, v in flags.items() if k not in ("dtype", "seed")}
+
+
+def measured_points(trials: list[dict[str, Any]]) -> list[Point]:
+    """The measured trials, one per distinct configuration (duplicates are told, not run)."""
+    points = []
+    for t in trials:
+        if t.get("outcome") != "measured" or t.get("duplicate_of") is not None:
+            continue
+        m = t["metrics"]
+        measured = {"kv_cache_tokens": float(t["kv_cache_tokens"]),
+                    **{k: float(m[k]) for k in METRICS if k != "kv_cache_tokens"}}
+        bench = {k: float(v) for k, v in (t.get("vllm_bench") or {}).items()
+                 if k in METRICS and v is not None}
+        points.append(Point(t["number"], flags_from_command(t["command"]), measured, bench))
+    return points
+
+
+def rel_error(model: float, measured: float) -> float:
+    return model / measured - 1.0 if measured else math.nan
+
+
+def outcome_values(outcome) -> dict[str, float]:
+    return {k: float(getattr(outcome, k)) if outcome.started else math.nan for k in METRICS}
+
+
+def errors(points: list[Point], values: list[dict[str, float]]) -> list[dict[str, float]]:
+    return [{k: rel_error(v[k], p.measured[k]) for k in METRICS} for p, v in zip(points, values)]
+
+
+def unexplained(missed: list[str], points: list[Point], values: list[dict[str, float]]) -> list[str]:
+    """The misses beyond the documented gaps (KNOWN_GAPS), one line each."""
+    out = []
+    for p, e in zip(points, errors(points, values)):
+        for k, goal in GOALS.items():
+            bound = KNOWN_GAPS.get((p.trial, k), goal)
+            if not abs(e[k]) <= bound:
+                out.append(f"trial {p.trial}: {k} off by {e[k]:+.1%} (bound {bound:.1%})")
+    return out
+
+
+def within_goals(points: list[Point], values: list[dict[str, float]]) -> list[str]:
+    """The goals missed, one line each (empty when every point meets every goal)."""
+    missed = []
+    for p, e in zip(points, errors(points, values)):
+        for k, goal in GOALS.items():
+            if not abs(e[k]) <= goal:
+                missed.append(f"trial {p.trial}: {k} off by {e[k]:+.1%} (goal {goal:.0%})")
+    return missed
+
+
+# ---- the simulator ----------------------------------------------------------------------
+
+def study_workload():
+    from tuner.sim import SimWorkload
+
+    w = tomllib.loads(STUDY.read_text())["workload"]
+    return SimWorkload(concurrency=int(w["max_concurrency"]), num_requests=int(w["num_requests"]),
+                       input_len=int(w["input_len"]), output_len=int(w["output_len"]))
+
+
+def simulate(points: list[Point], consts=None) -> list[dict[str, float]]:
+    """The model's values at every point (NaN where the simulated start is refused)."""
+    from tuner.sim import evaluate, load_gpu, load_shape
+
+    shape, gpu, workload = load_shape(MODEL), load_gpu("h200"), study_workload()
+    return [outcome_values(evaluate(p.flags, shape, gpu, workload, consts)) for p in points]
+
+
+# ---- fitting ------------------------------------------------------------------------------
+
+def non_kv_rows(points: list[Point], consts) -> list[str]:
+    """Memory outside the KV cache, GiB: what each measurement implies (requested - KV tokens
+    x bytes per token) beside the model's, as table rows. Not fitted: the report's limits
+    say why."""
+    from tuner.sim import load_gpu, load_shape
+    from tuner.sim.config import resolve
+    from tuner.sim.memory import plan_memory
+    from tuner.sim.profiles import GIB
+
+    shape, gpu = load_shape(MODEL), load_gpu("h200")
+    rows = ["| trial | eager | budget | utilisation | implied by the log | model | of which weights |",
+            "|---|---|---|---|---|---|---|"]
+    for p in points:
+        cfg = resolve(p.flags, shape, gpu)
+        plan = plan_memory(cfg, shape, gpu, consts)
+        kv = p.measured["kv_cache_tokens"] * plan.kv_bytes_per_token
+        rows.append(f"| {p.trial} | {'yes' if cfg.enforce_eager else 'no'} | "
+                    f"{cfg.max_num_batched_tokens:,} | {cfg.gpu_memory_utilization} | "
+                    f"{(plan.requested_bytes - kv) / GIB:.2f} | {plan.non_kv_bytes / GIB:.2f} | "
+                    f"{plan.weight_bytes / GIB:.2f} |")
+    return rows
+
+
+def speed_loss(points: list[Point], values: list[dict[str, float]]) -> float:
+    """Sum of squared log errors of throughput, p99 ITL and median ITL (NaN: refused)."""
+    total = 0.0
+    for p, v in zip(points, values):
+        for k in ("output_throughput", "p99_itl_ms", "median_itl_ms"):
+            if not (v[k] > 0):
+                return 1e9
+            total += math.log(v[k] / p.measured[k]) ** 2
+    return total
+
+
+def fit_speed(points: list[Point], consts, progress: Callable[[str], None],
+              max_evals: int = 160) -> dict[str, float]:
+    """Nelder-Mead over the log of the speed constants (all positive)."""
+    from scipy.optimize import minimize
+
+    keys = SPEED_KEYS
+    x0 = np.log([max(getattr(consts, k), 1e-3) for k in keys])
+    calls = [0]
+
+    def loss(x: np.ndarray) -> float:
+        vals = dict(zip(keys, np.exp(x)))
+        if vals.get("compute_efficiency", 0) > 1 or vals.get("bandwidth_efficiency", 0) > 1 \
+                or vals.get("itl_coalesced_fraction", 0) > 0.3:
+            return 1e9
+        k = dataclasses.replace(consts, **vals)
+        out = speed_loss(points, simulate(points, k))
+        calls[0] += 1
+        if calls[0] % 10 == 0:
+            progress(f"  fit: {calls[0]} evaluations, loss {out:.4f}")
+        return out
+
+    res = minimize(loss, x0, method="Nelder-Mead",
+                   options={"maxfev": max_evals, "xatol": 0.01, "fatol": 1e-4,
+                            "initial_simplex": _simplex(x0)})
+    fitted = dict(zip(keys, np.exp(res.x)))
+    digits = {"bandwidth_efficiency": 3, "step_overhead_ms": 2, "eager_launch_us_per_layer": 1,
+              "itl_coalesced_fraction": 4}
+    return {k: round(float(v), digits[k]) for k, v in fitted.items()}
+
+
+def _simplex(x0: np.ndarray) -> np.ndarray:
+    """A starting simplex of +-30% steps (Nelder-Mead's default 5% is too timid here)."""
+    rows = [x0]
+    for i in range(len(x0)):
+        x = x0.copy()
+        x[i] += math.log(1.3) if i % 2 == 0 else -math.log(1.3)
+        rows.append(x)
+    return np.array(rows)
+
+
+# ---- writing ------------------------------------------------------------------------------
+
+NOTES = {
+    "bandwidth_efficiency": "fitted to throughput, p99 and median ITL of trials 0-3 (the memory-bound decode and small-budget steps)",
+    "step_overhead_ms": "fitted to throughput, p99 and median ITL of trials 0-3 (small-budget steps of trials 2 and 3)",
+    "eager_launch_us_per_layer": "fitted to throughput, p99 and median ITL of trials 0-3 (eager trials 1 and 2)",
+    "itl_coalesced_fraction": "fitted to p99 and median ITL of trials 0-3 (trials 1, 2, 3: p99 ITL about twice the median step, as when two steps' tokens reach the client in one message)",
+}
+
+
+def write_profiles(values: dict[str, float], path: Path = PROFILES) -> None:
+    """Set each constant's value and source in [engine]; add the ones that are missing."""
+    text = path.read_text()
+    for key, value in values.items():
+        shown = json.dumps(value)
+        line = f'{key} = {{ value = {shown}, source = "{SOURCE}; {NOTES[key]}" }}'
+        pattern = re.compile(rf"^{re.escape(key)} = \{{.*\}}$", re.M)
+        if pattern.search(text):
+            text = pattern.sub(lambda _: line, text, count=1)
+        else:
+            text = text.replace("\n[gpu.h200]", f"{line}\n\n[gpu.h200]", 1)
+    path.write_text(text)
+
+
+def _fmt(k: str, v: float) -> str:
+    if not math.isfinite(v):
+        return "refused"
+    if k == "kv_cache_tokens":
+        return f"{v:,.0f}"
+    if k == "output_throughput":
+        return f"{v:,.0f}"
+    return f"{v:,.1f}"
+
+
+NAMES = {"kv_cache_tokens": "KV-cache tokens", "output_throughput": "output tok/s",
+         "p99_itl_ms": "p99 ITL (ms)", "median_itl_ms": "median ITL (ms)",
+         "median_ttft_ms": "median TTFT (ms)"}
+
+
+def render_table(p: Point, before: dict[str, float], after: dict[str, float]) -> str:
+    rows = ["| quantity | measured | `vllm bench` (same server) | model before | error | model after | error |",
+            "|---|---|---|---|---|---|---|"]
+    for k in METRICS:
+        vb = p.vllm_bench.get(k)
+        rows.append(f"| {NAMES[k]} | {_fmt(k, p.measured[k])} | "
+                    f"{_fmt(k, vb) if vb is not None else '-'} | {_fmt(k, before[k])} | "
+                    f"{_pct(rel_error(before[k], p.measured[k]))} | {_fmt(k, after[k])} | "
+                    f"**{_pct(rel_error(after[k], p.measured[k]))}** |")
+    return "\n".join(rows)
+
+
+def _pct(e: float) -> str:
+    return f"{e:+.1%}" if math.isfinite(e) else "-"
+
+
+def describe(flags: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in flags.items() if v is not None)
+
+
+# The engine constants before this calibration (profiles.toml as of commit 0eddf34): the
+# "before" columns of the report are computed with them, whatever profiles.toml holds now.
+UNCALIBRATED = {"compute_efficiency": 0.60, "bandwidth_efficiency": 0.80, "step_overhead_ms": 1.5,
+                "eager_launch_us_per_layer": 110.0,
+                "itl_coalesced_fraction": 0.0,
+                "unchunked_mixes_decodes": False}
+
+
+def render_report(points: list[Point], before: list[dict], after: list[dict],
+                  fitted: dict[str, float], held_out: list[str], non_kv: list[str],
+                  command: str, seconds: float) -> str:
+    missed = within_goals(points, after)
+    out = [
+        "# The simulator against the H200 measurements",
+        "",
+        f"Made by `{command}` ({seconds:.0f} s on the 2-core development machine). Measured:",
+        "`results/h200/trials.json` (vLLM 0.24.0, one H200, Llama-3-8B shape with dummy weights,",
+        "random 1024 in / 128 out, 1,000 requests, closed loop at concurrency 256, 32 warm-ups; see",
+        "`README.md`). Model: `tuner.sim.evaluate` with the flags of the `vllm serve` command each",
+        "trial ran and the same workload (warm-ups not modelled). \"Before\": the constants and",
+        "scheduler as they were before this calibration (commit 0eddf34, all speed constants",
+        "assumptions); \"after\": the constants now in `tuner/sim/profiles.toml`. Errors are",
+        "model / measured - 1.",
+        "",
+        f"Goals: KV-cache tokens within {GOALS['kv_cache_tokens']:.0%}, output throughput and p99",
+        f"ITL within {GOALS['output_throughput']:.0%}, on every measured configuration. "
+        + ("**All met.**" if not missed else "**Missed:** " + "; ".join(missed) + "."),
+        "",
+        "## What was fitted",
+        "",
+        f"{len(fitted)} constants from {len(points)} configurations (3 timing figures each), plus "
+        "one structural change; no memory constant:",
+        "",
+        "- **scheduler**: with chunked prefill off, vLLM 0.24 (V1) still decodes every running",
+        "  request in every step and adds whole prompts after them (`unchunked_mixes_decodes`);",
+        "  the model used to alternate prefill-only and decode-only steps as vLLM V0 did. Trial 1's",
+        "  median ITL of 80.8 ms (a decode step carrying ~3 whole prompts) rules the old rule out.",
+    ]
+    speed = [k for k in SPEED_KEYS if k in fitted]
+    out.append(f"- **speed** ({len(speed)} constants, Nelder-Mead on the log errors of throughput, "
+               f"p99 ITL and median ITL, {3 * len(points)} figures):")
+    for k in speed:
+        out.append(f"  `{k}` = {fitted[k]} ({UNCALIBRATED[k]} before)")
+    out += [
+        "",
+        f"{len(fitted)} constants for {3 * len(points)} fitted figures. Few, but the eager launch",
+        "cost rests on two configurations (trials 1 and 2) and the coalesced fraction on the p99",
+        "of three: read the \"after\" columns as agreement on the measured points, not as",
+        "validation. The KV-cache sizes and median TTFT are not in the fit. Left as they were:",
+        "`compute_efficiency` (0.60; the prefill-bound p99 ITL of trial 0 agrees with it), all",
+        "memory constants, the CUDA-graph and per-sequence constants.",
+        "",
+        "Memory outside the KV cache (GiB), as the logged KV-cache size implies and as the model",
+        "counts it (unchanged by this calibration):",
+        "",
+        *non_kv,
+        "",
+        "## Per configuration",
+        "",
+    ]
+    for p, b, a in zip(points, before, after):
+        out += [f"### Trial {p.trial}", "", f"`{describe(p.flags)}`", "",
+                render_table(p, b, a), ""]
+    out += ["## Held-out checks", ""] + held_out + [
+        "",
+        "## Limits",
+        "",
+        "- Four configurations of one model on one GPU with one workload; the H100, A100 and L4",
+        "  profiles keep their datasheet and assumed constants (the efficiencies and overheads",
+        "  fitted here are engine constants, so they now apply there too, unvalidated).",
+        "- **KV-cache size at vLLM's defaults stays 2.1 % low, just outside the 2 % goal; no",
+        "  memory constant was fitted.** vLLM 0.24 logged 112.33 GiB available at utilisation",
+        "  0.9 (trial 0), i.e. only 13.49 GiB outside the KV cache, less than the 14.96 GiB of",
+        "  weights it logged loading, and less than the eager trials need (15.99 GiB at budget",
+        "  4,096). Any term that closes that gap breaks start-check tests of",
+        "  `tests/unit/test_sim_memory.py` and `test_sim_grid.py` that encode vLLM V1's",
+        "  accounting as read in its source: at utilisation 0.10 and 0.12 the default start must",
+        "  be refused (that needs at least 15.78 GiB outside the KV cache at the defaults, the 2 %",
+        "  goal at most 15.74); an eager start must hold at least as many KV tokens as a compiled",
+        "  one at the same utilisation (trials 0 and 1 say the opposite). Two constants for",
+        "  compiled starts (+1.33 GiB, and -0.57 GiB per 1k budget tokens) fit trials 0 and 3",
+        "  exactly but break four of those tests; a larger eager activation (19.7 hidden-sized",
+        "  buffers instead of 2) fits trials 1 and 2 exactly but breaks two. Neither is applied:",
+        "  the lead decides whether those tests or the goal give way. The other sizes are within",
+        "  2 % without a fitted term (trial 3 +1.8 %, held-out trial 5 +0.3 %).",
+        "- p99 ITL of trial 1 (chunked prefill off) sits on the edge between two modes: our load",
+        "  generator read 158 ms and `vllm bench serve` 95 ms on the same server (run-to-run noise",
+        "  estimate 52 %). In the model, as in small-budget trials 2 and 3, p99 ITL comes from",
+        "  `itl_coalesced_fraction`: the share of token pairs that reach the client in one message",
+        "  (vLLM V1's front end merges a request's pending outputs when its stream falls behind),",
+        "  giving one ITL of two steps. It is applied to the offline evaluator's percentiles only;",
+        "  `tuner sim serve` sends every step's tokens as they come.",
+        "- Median TTFT is reported, not fitted, and the model is 3-4x low on the large-budget",
+        "  configurations (trials 0, 1): there the model's closed loop settles into admitting each",
+        "  new request within a step or two, while vLLM's queue kept 10-20 requests waiting",
+        "  (its log: `Running: 226 reqs, Waiting: 14 reqs`); p99 TTFT agrees (6.5 s vs 6.3 s at",
+        "  defaults). Warm-up requests are not modelled.",
+        "- The fp8 KV-cache token count vLLM logs (1,331,425, odd, not a multiple of the block size)",
+        "  is 0.5 % below its logged KV memory / 65,536 bytes per token; the model counts whole",
+        "  blocks, so a few tenths of a percent remain on fp8 configurations.",
+        "",
+    ]
+    return "\n".join(out)
+
+
+def held_out_checks(consts) -> list[str]:
+    """Predictions on what the fit did not see: trial 5's KV cache (its log has the size; the
+    run itself was lost) and `vllm bench serve`'s own figures on trials 0 and 1."""
+    from tuner.sim import load_gpu, load_shape
+    from tuner.sim.config import resolve
+    from tuner.sim.startup import check_start
+
+    flags = {"block_size": 16, "enable_chunked_prefill": False, "enable_prefix_caching": True,
+             "enforce_eager": True, "gpu_memory_utilization": 0.76, "kv_cache_dtype": "fp8",
+             "max_model_len": 5597, "max_num_batched_tokens": 5597, "max_num_seqs": 49}
+    shape, gpu = load_shape(MODEL), load_gpu("h200")
+    plan = check_start(resolve(flags, shape, gpu), shape, gpu, consts)
+    measured = 1_480_694
+    return [f"- Trial 5 (eager, fp8, utilisation 0.76, budget 5,597, 49 sequences; measured but "
+            f"lost to an interrupt, so only its log's KV-cache size is usable): measured "
+            f"{measured:,} tokens, model {plan.kv_cache_tokens:,} "
+            f"({rel_error(plan.kv_cache_tokens, measured):+.1%})."]
+
+
+def main(argv: list[str] | None = None) -> int:
+    from tuner.sim.profiles import engine_constants
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--check", action="store_true", help="evaluate only; write nothing")
+    ap.add_argument("--max-evals", type=int, default=160, help="speed-fit evaluations")
+    args = ap.parse_args(argv)
+    started = time.monotonic()
+    say = lambda s: print(s, file=sys.stderr, flush=True)  # noqa: E731
+    points = measured_points(json.loads(TRIALS.read_text()))
+    say(f"{len(points)} measured configurations: trials {[p.trial for p in points]}")
+    current = engine_constants(PROFILES)
+    if args.check:
+        after = simulate(points, current)
+        for p, e in zip(points, errors(points, after)):
+            say(f"trial {p.trial}: " + ", ".join(f"{k} {v:+.1%}" for k, v in e.items()))
+        missed = within_goals(points, after)
+        worse = unexplained(missed, points, after)
+        say("all goals met" if not missed else "\n".join(missed))
+        say("beyond the documented gaps: " + ("; ".join(worse) if worse else "nothing"))
+        return 0 if not worse else 1
+    base = dataclasses.replace(current, **UNCALIBRATED)
+    before = simulate(points, base)
+    say("before: " + "; ".join(f"trial {p.trial} {', '.join(f'{k} {v:+.1%}' for k, v in e.items())}"
+                               for p, e in zip(points, errors(points, before))))
+    start = dataclasses.replace(base, unchunked_mixes_decodes=True, itl_coalesced_fraction=0.012)
+    speed = fit_speed(points, start, say, args.max_evals)
+    say(f"speed: {speed}")
+    fitted = dict(speed)
+    calibrated = dataclasses.replace(start, **speed)
+    after = simulate(points, calibrated)
+    write_profiles(fitted)
+    engine_constants.cache_clear() if hasattr(engine_constants, "cache_clear") else None
+    command = ".venv/bin/python bench/calibrate_sim.py"
+    REPORT.write_text(render_report(points, before, after, fitted, held_out_checks(calibrated),
+                                    non_kv_rows(points, calibrated), command,
+                                    time.monotonic() - started))
+    say(f"wrote {PROFILES.relative_to(ROOT)} and {REPORT.relative_to(ROOT)}")
+    missed = within_goals(points, after)
+    say("all goals met" if not missed else "\n".join(missed))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
