@@ -40,6 +40,10 @@ class Slot:
     crosscheck: bool = False
 
 
+# Benchmark runs repeated on the same server when the client was the bottleneck.
+INVALID_RETRIES = 2
+
+
 class ServerDied(EngineError):
     pass
 
@@ -157,13 +161,23 @@ def _benchmark(spec: StudySpec, server: Server, attrs: dict, phases: dict,
     attrs = {**attrs, "vllm_version": version}
     phase("benchmark")
     start = time.monotonic()
+    rejected: list[str] = []
     try:
-        result = asyncio.run(_watched_benchmark(server, spec, phase))
+        for _ in range(1 + INVALID_RETRIES):
+            result = asyncio.run(_watched_benchmark(server, spec, phase))
+            if result.valid or not result.metrics.get("completed"):
+                break
+            # The client, not the server, was measured: the server is still up, so run the
+            # benchmark again rather than spend a trial.
+            rejected.append(str(result.invalid_reason))
+            phase("benchmark again")
     except ServerDied as e:
         phases["benchmark"] = time.monotonic() - start
         kind = "hang" if "hung" in str(e) else "crash-during-benchmark"
         return record.failed(_failure(kind, str(e), server), attrs)
     phases["benchmark"] = time.monotonic() - start
+    if rejected:
+        attrs = {**attrs, "rejected_runs": rejected}
     if "warmup_s" in result.client:
         phases["warmup"] = result.client["warmup_s"]
     attrs = {**attrs, "server": result.server, "client": result.client, "noise": result.noise,

