@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY      = $(VENV)/bin/python
 STAMP   = $(VENV)/.installed
 
-.PHONY: demo test test-fast bench bench-search venv vllm-cpu browser clean lint
+.PHONY: demo test test-fast bench bench-search venv vllm-cpu browser up down clean lint
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -18,9 +18,11 @@ venv: $(STAMP)
 vllm-cpu:
 	bash scripts/setup-vllm-cpu.sh
 
-# Debian's Chromium for the browser test (never a browser download of Playwright's own).
+# Debian's Chromium for the browser test (never a browser download of Playwright's own),
+# and docker-compose for validating the compose file (no Docker engine needed).
 browser:
-	@command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium)
+	@command -v chromium >/dev/null && command -v docker-compose >/dev/null || \
+	  (apt-get update -qq && apt-get install -y -qq chromium docker-compose)
 
 demo: $(STAMP)
 	$(VENV)/bin/tuner demo studies/demo-sim.toml
@@ -37,6 +39,14 @@ bench: $(STAMP)
 
 bench-search: $(STAMP)
 	$(PY) bench/search.py
+
+# Docker deployment (docker/compose.yaml; needs a Docker engine with the NVIDIA runtime).
+GPUS ?= $(or $(shell sed -n 's/^GPUS=//p' docker/.env 2>/dev/null),1)
+COMPOSE = docker compose -p tuner -f docker/compose.yaml
+up:
+	$(COMPOSE) up -d --build postgres dashboard $(addprefix worker-,$(shell seq 0 $$(($(GPUS) - 1))))
+down:
+	$(COMPOSE) down
 
 clean:
 	rm -rf $(VENV) .venv-vllm .tuner build *.egg-info
