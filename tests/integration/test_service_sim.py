@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 
+import pytest
 from optuna.trial import TrialState
 
 from tuner import record
@@ -15,7 +16,7 @@ from tuner.results import load_records
 from tuner.runner import proctree
 from tuner.runner.registry import STOP
 from tuner.runner.stopping import trials_without_gain
-from tuner.service import read_status, render_status
+from tuner.service import LaunchError, launch, read_status, render_status
 from tuner.study import create_study, load_study_file, open_study
 from tuner.testing.worker_procs import ServerWatcher, wait_for
 
@@ -84,6 +85,8 @@ def test_launch_status_kill_stop_and_resume(study_file, tmp_path):
         lines = [line for line in shown.splitlines() if line.startswith("  alive")]
         assert len(lines) == 2 and any("gpus 0 " in x for x in lines), shown
         assert "time left:" in shown and "pareto front:" in shown
+        with pytest.raises(LaunchError, match="GPU 1 already runs worker"):
+            launch("svc", url, "1,2")  # refused before anything starts
 
         victim = wait_for(lambda: busy(url, "svc"), 60)
         assert victim, tuner(env, "status", "svc", "--once").stdout
