@@ -161,3 +161,13 @@ def test_convergence_ends_the_study_within_patience(study_file, tmp_path):
                              [opened.spec.worst_value(o) for o in goals])
     # one worker: it stopped as soon as two trials in a row brought no gain
     assert trials_without_gain(history(records, goals, ref)) == 2
+
+
+def test_a_passed_deadline_starts_no_trial(study_file, tmp_path):
+    url, env = setup(study_file, tmp_path, "late", trials=30, search='deadline = "1s"')
+    assert tuner(env, "launch", "late", "--gpus", "0").returncode == 0
+    (w,) = workers(url, "late")
+    assert wait_for(lambda: not proctree.alive(w.pid), 60)
+    log = (tmp_path / "home/studies/late/workers/gpu0.log").read_text()
+    assert "the study's deadline" in log and "has passed" in log, log[-2000:]
+    assert read_status("late", url).counted == 0
