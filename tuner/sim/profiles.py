@@ -62,6 +62,7 @@ class EngineConstants:
     driver_reserved_mib: int
     # Terms added by the H200 calibration (bench/calibrate_sim.py); 0 / False: without them.
     itl_coalesced_fraction: float = 0.0
+    compiled_launch_us_per_layer: float = 110.0
     unchunked_mixes_decodes: bool = False
 
 

@@ -5,7 +5,8 @@
     memory  = weights read once + KV read for every token's context + KV written
     time    = max(compute / (peak x efficiency), memory / (bandwidth x efficiency))
               + all-reduce (2 per layer with tp > 1) + per-step and per-sequence CPU time
-              + kernel launches (cut by CUDA graphs for batches up to the capture size)
+              + kernel launches (cut by CUDA graphs for batches up to the capture size; larger
+                batches of a compiled model pay the compiled, not the eager, launch cost)
 """
 
 from __future__ import annotations
@@ -62,7 +63,8 @@ def coefficients(cfg: EngineConfig, shape: ModelShape, gpu: GpuProfile,
         per_seq_s=k.per_sequence_overhead_us * 1e-6,
         launch_graph_s=layers * (k.eager_launch_us_per_layer if eager
                                  else k.graph_launch_us_per_layer) * 1e-6,
-        launch_eager_s=layers * k.eager_launch_us_per_layer * 1e-6,
+        launch_eager_s=layers * (k.eager_launch_us_per_layer if eager
+                                 else k.compiled_launch_us_per_layer) * 1e-6,
         capture_size=0 if eager else min(k.max_cudagraph_capture_size, 2 * cfg.max_num_seqs),
     )
 
