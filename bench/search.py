@@ -121,7 +121,15 @@ def main(argv=None) -> int:
     ap.add_argument("--profiles", nargs="*", default=list(PROFILES))
     ap.add_argument("--contenders", nargs="*", default=None)
     ap.add_argument("--out", default=str(RESULTS / "search"))
+    ap.add_argument("--report-only", action="store_true",
+                    help="rewrite the table and the plot from the JSON of the last run")
     args = ap.parse_args(argv)
+    out = Path(args.out)
+    if args.report_only:
+        data = json.loads(out.with_suffix(".json").read_text())
+        write_table(summarise(data), data, out.with_suffix(".md"))
+        write_plot(data, out.with_suffix(".png"))
+        return 0
 
     def log(msg: str) -> None:
         print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
@@ -130,7 +138,7 @@ def main(argv=None) -> int:
               if args.contenders is None or c.name in args.contenders]
     started = time.perf_counter()
     with Pool(args.processes) as pool:
-        grids = ground_truth(args.profiles, pool, log)
+        ground_truth(args.profiles, pool, log)
         jobs = [(name, rules, ci, seed, args.trials) for name in args.profiles
                 for rules in RULE_SETS for ci in chosen
                 for seed in range(min(args.seeds, CONTENDERS[ci].seeds))
@@ -167,7 +175,6 @@ def main(argv=None) -> int:
                             "note": c.note} for c in CONTENDERS],
             "fronts": fronts, "runs": runs, "wall_s": time.perf_counter() - started,
             "processes": args.processes}
-    out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.with_suffix(".json").write_text(json.dumps(data, default=str))
     rows = summarise(data)

@@ -99,8 +99,9 @@ def write_plot(data: dict, path: Path) -> None:
         ax = axes[rules.index(r["rules"])][profiles.index(r["profile"])]
         c = np.array(r["curves"])
         q1, med, q3 = np.percentile(c, [25, 50, 75], axis=0)
-        line, = ax.plot(x, med, label=r["contender"])
-        ax.fill_between(x, q1, q3, alpha=0.15, color=line.get_color())
+        color = f"C{PLOTTED.index(r['contender'])}"
+        ax.plot(x, med, label=r["contender"], color=color)
+        ax.fill_between(x, q1, q3, alpha=0.12, color=color)
     for i, rs in enumerate(rules):
         for j, p in enumerate(profiles):
             ax = axes[i][j]
@@ -110,9 +111,11 @@ def write_plot(data: dict, path: Path) -> None:
             ax.set_xlabel("trials")
             if j == 0:
                 ax.set_ylabel("hypervolume / best known")
-    axes[0][0].legend(fontsize=7, loc="lower right")
+    handles = {h.get_label(): h for ax in axes.flat for h in ax.get_lines()}
+    fig.legend([handles[n] for n in PLOTTED if n in handles], [n for n in PLOTTED if n in handles],
+               fontsize=8, loc="lower center", ncol=len(PLOTTED))
     fig.suptitle("Search efficiency on the simulator (median and inter-quartile band over seeds)",
                  fontsize=10)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.05, 1, 1))
     fig.savefig(path, dpi=110)
     plt.close(fig)
