@@ -25,6 +25,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")  # GPSampler's torch on 2 busy cor
 
 from search_report import summarise, write_plot, write_table  # noqa: E402
 from search_run import Contender, run_one  # noqa: E402
+from search_slo import slo_view  # noqa: E402
 from search_truth import (GRID_AXES, PROFILES, RULE_SETS, Truth, default_outcome,  # noqa: E402
                           front_volume, grid_flags, load_profile, point)
 from tuner.search import SearchPlan  # noqa: E402
@@ -113,6 +114,16 @@ def _key(flags) -> str:
     return record.flags_key(flags)
 
 
+def write_reports(data: dict, out: Path) -> None:
+    """search.md/.png (every measured point counts) and search-slo.md/.png (SLO-feasible)."""
+    write_table(summarise(data), data, out.with_suffix(".md"))
+    write_plot(data, out.with_suffix(".png"))
+    slo = slo_view(data)
+    slo_out = out.with_name(out.name + "-slo")
+    write_table(summarise(slo), slo, slo_out.with_suffix(".md"))
+    write_plot(slo, slo_out.with_suffix(".png"))
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seeds", type=int, default=10)
@@ -126,9 +137,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     out = Path(args.out)
     if args.report_only:
-        data = json.loads(out.with_suffix(".json").read_text())
-        write_table(summarise(data), data, out.with_suffix(".md"))
-        write_plot(data, out.with_suffix(".png"))
+        write_reports(json.loads(out.with_suffix(".json").read_text()), out)
         return 0
 
     def log(msg: str) -> None:
@@ -177,9 +186,7 @@ def main(argv=None) -> int:
             "processes": args.processes}
     out.parent.mkdir(parents=True, exist_ok=True)
     out.with_suffix(".json").write_text(json.dumps(data, default=str))
-    rows = summarise(data)
-    write_table(rows, data, out.with_suffix(".md"))
-    write_plot(data, out.with_suffix(".png"))
+    write_reports(data, out)
     log(f"wrote {out}.json/.md/.png in {time.perf_counter() - started:.0f} s")
     return 0
 
