@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import math
 import subprocess
 import sys
-import urllib.request
 
 import numpy as np
 import pytest
@@ -32,34 +30,6 @@ def bench(url: str, workload: WorkloadSpec = SMALL, slo: SLO | None = None, **lo
 def server():
     with FakeServer(FakeScript(ttft_ms=10, itl_ms=(2,))) as s:
         yield s
-
-
-def test_ttft_and_itl_match_the_script_at_64_concurrent_streams():
-    ttft_ms, itl_ms, n_out = 30.0, 10.0, 32
-    per_request_s = (ttft_ms + (n_out - 1) * itl_ms) / 1000
-    with FakeServer(FakeScript(ttft_ms=ttft_ms, itl_ms=(itl_ms,))) as s:
-        # Evenly spaced arrivals keep 64 streams open without a burst of simultaneous sends.
-        r = bench(s.url, WorkloadSpec(input_len=64, output_len=n_out, vocab_size=1000),
-                  max_concurrency=None, request_rate=64 / per_request_s,
-                  burstiness=math.inf, num_requests=320, warmup_requests=64,
-                  max_client_lag_ms=5.0)
-        with urllib.request.urlopen(s.url + "/metrics") as resp:
-            server_late_ms = float(resp.read().decode().split("fake:token_lateness_p50_ms ")[1]
-                                   .split()[0])
-    # The precondition of a timing check: neither side was starved of CPU (other work on the
-    # machine). The client judges itself; the fake reports how late it wrote its tokens
-    # (about 0.5 ms at p50 when idle: asyncio's timers wake on whole milliseconds).
-    if not r.valid or server_late_ms > 1.0:
-        pytest.skip(f"machine too busy to judge timing: {r.invalid_reason or 'client fine'}; "
-                    f"fake server's tokens late by {server_late_ms:.2f} ms at p50")
-    m = r.metrics
-    assert m["completed"] == 320 and m["failed"] == 0
-    assert abs(m["median_ttft_ms"] - ttft_ms) < 2.0, m
-    assert abs(m["mean_ttft_ms"] - ttft_ms) < 2.0, m
-    assert abs(m["median_itl_ms"] - itl_ms) < 2.0, m
-    assert abs(m["mean_itl_ms"] - itl_ms) < 2.0, m
-    assert abs(m["median_tpot_ms"] - itl_ms) < 2.0, m
-    assert m["total_output_tokens"] == 320 * n_out
 
 
 @pytest.mark.parametrize("http_client, cut", [("fast", "ConnectionResetError"),
