@@ -9,6 +9,7 @@ which keeps passwords off command lines. A password is never printed: use ``mask
 from __future__ import annotations
 
 import os
+import warnings
 from pathlib import Path
 
 import optuna
@@ -70,6 +71,8 @@ def open_storage(url: str, heartbeat: bool = False) -> optuna.storages.RDBStorag
     """An Optuna RDB storage; with ``heartbeat`` stale running trials are failed."""
     if url.startswith("sqlite:///"):
         Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
+    # Optuna marks the heartbeat API experimental; users need not see that on every start.
+    warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
     kwargs: dict = {}
     if heartbeat:
         # A trial closed by the heartbeat is retried once, with the same parameters.
