@@ -50,6 +50,13 @@ class RequestOutput:
     start_time: float = 0.0
     scheduled_time: float = 0.0
 
+    def fail(self, e: BaseException) -> "RequestOutput":
+        """Record ``e`` as this request's failure: a failed request is data."""
+        self.success = False
+        self.reason = type(e).__name__
+        self.error = f"{type(e).__name__}: {e}"
+        return self
+
 
 class StreamTimer:
     """The one streaming loop's body, shared by every endpoint and both HTTP clients: feed it
@@ -128,7 +135,5 @@ async def send(session: aiohttp.ClientSession, url: str, body: bytes, parser,
     except asyncio.CancelledError:
         raise
     except Exception as e:  # any failure of one request is data, not the run's end
-        out.success = False
-        out.reason = type(e).__name__
-        out.error = f"{type(e).__name__}: {e}"
+        out.fail(e)
     return out

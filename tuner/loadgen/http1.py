@@ -241,7 +241,5 @@ async def send_fast(client: Client, path: str, body: bytes, parser, out: Request
     except asyncio.CancelledError:
         raise
     except Exception as e:  # any failure of one request is data, not the run's end
-        out.success = False
-        out.reason = type(e).__name__
-        out.error = f"{type(e).__name__}: {e}"
+        out.fail(e)
     return out
