@@ -7,22 +7,16 @@ also while workers are running it.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 from tuner.cli.study import add_storage_flag
 from tuner.errors import UsageError
-from tuner.results import load_records, pick_best, summarise
-from tuner.results.best import Pick, limits_for
-from tuner.results.flagdiff import changed_flags
-from tuner.results.gains import format_gains, gains
+from tuner.results import load_records, summarise
+from tuner.results.answer import best_answer
 from tuner.results.errors import NoResultsError
-from tuner.results.records import default_baseline, describe_counts
-from tuner.results.serve import config_yaml, serve_argv, trial_document
 from tuner.results.summary import Summary
 from tuner.results.table import pareto_text
-from tuner.space import shell_line
 from tuner.study import open_study, resolve_url
 
 
@@ -78,56 +72,18 @@ def _pareto(args: argparse.Namespace) -> int:
     return 0
 
 
-def _limits_text(pick: Pick) -> str:
-    return ", ".join(f"{k} <= {v:g}" for k, v in pick.limits.items()) or "no limits"
-
-
 def _best(args: argparse.Namespace) -> int:
     summary = load_summary(args.study, args.storage)
-    spec = summary.spec
-    limits = limits_for(spec.slo.limits(), args.max_itl_p99, args.max_ttft_p99)
-    pick = pick_best(summary.records, spec.objectives, limits, args.prefer)
-    if pick.best is None and pick.closest is None:
-        raise NoResultsError(f"study {summary.name} has no measured trial yet "
-                             f"({describe_counts(summary.records)})")
-    chosen = pick.best or pick.closest
-    default = default_baseline(summary.records)
-    doc = trial_document(spec, chosen, changed_flags(chosen.flags, summary.space.defaults),
-                         gains(chosen, default, spec.objectives))
-    doc.update({"meets_limits": pick.best is not None, "limits": dict(pick.limits),
-                "prefer": args.prefer, "ranked_by": pick.metric})
-    about = (f"trial {chosen.number}: {pick.metric} {chosen.metric(pick.metric):,.1f}; "
-             f"gain over default {format_gains(doc['gain_over_default_pct'])}; "
-             f"limits: {_limits_text(pick)}")
-    if pick.best is None:
-        about = "closest trial, does NOT meet the limits: " + about
-    _emit(args.format, doc, about, spec, chosen, pick.best is not None)
-    if pick.best is None:
-        over = ", ".join(f"{k} {chosen.metric(k) or 0:,.1f} > {pick.limits[k]:g}"
-                         for k in pick.excess)
-        raise NoResultsError(f"no measured trial of study {summary.name} meets "
-                             f"{_limits_text(pick)}; the closest is trial {chosen.number} "
-                             f"({over}), shown on stdout")
+    answer = best_answer(summary, args.format, args.max_itl_p99, args.max_ttft_p99,
+                         args.prefer)
+    if not answer.text:
+        raise NoResultsError(answer.error)
+    if answer.ok and args.format == "cli":
+        print(f"# {answer.about}", file=sys.stderr)
+    print(answer.text, end="")
+    if not answer.ok:
+        raise NoResultsError(f"{answer.error}, shown on stdout")
     return 0
-
-
-def _emit(fmt: str, doc: dict, about: str, spec, chosen, ok: bool) -> None:
-    if fmt == "json":
-        print(json.dumps(doc, indent=2, sort_keys=False))
-        return
-    if fmt == "yaml":
-        head = [f"tuner best, study {spec.name}", about]
-        text = config_yaml(spec, chosen.flags, head if ok else [])
-        if not ok:  # never a ready-to-use file for a trial that misses the limits
-            text = "".join(f"# {line}\n" for line in [*head, *text.splitlines()])
-        print(text, end="")
-        return
-    line = shell_line(serve_argv(spec, chosen.flags))
-    if ok:
-        print(f"# {about}", file=sys.stderr)
-        print(line)
-    else:
-        print(f"# {about}\n# {line}")
 
 
 def _report(args: argparse.Namespace) -> int:

@@ -27,7 +27,7 @@ from aiohttp import web
 from tuner.errors import StorageError, UsageError
 from tuner.results import load_records, summarise
 from tuner.service import status
-from tuner.service.best import best_answer
+from tuner.results.answer import best_answer
 from tuner.space import build_space
 from tuner.study import open_storage
 from tuner.study.load import spec_from_json

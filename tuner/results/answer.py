@@ -1,9 +1,5 @@
-"""What `tuner best` prints on stdout, as a value the API can serve (pure over a
-``Summary``): the same pick (``pick_best``), the same document (``trial_document``) and the
-same renderings (``config_yaml``, ``serve_argv``) as the command.
-
-Kept beside the command rather than shared with it, so tuner/cli/results.py stays as it
-is; tests/integration/test_api_http.py checks that both give the same text.
+"""What `tuner best` prints on stdout, as a value (pure over a ``Summary``): the command
+and the HTTP API both render the best flags through ``best_answer``, so they cannot drift.
 """
 
 from __future__ import annotations
@@ -25,6 +21,7 @@ class BestAnswer:
     text: str           # `tuner best`'s stdout ("" when there is no measured trial)
     ok: bool            # a trial meets the limits
     error: str | None   # `tuner best`'s error line when not ok
+    about: str = ""     # one line on the chosen trial (the cli format's comment)
 
 
 def best_answer(summary: Summary, fmt: str = "cli", max_itl_p99: float | None = None,
@@ -49,11 +46,12 @@ def best_answer(summary: Summary, fmt: str = "cli", max_itl_p99: float | None = 
         about = "closest trial, does NOT meet the limits: " + about
     text = _render(fmt, doc, about, spec, chosen, ok)
     if ok:
-        return BestAnswer(text, True, None)
+        return BestAnswer(text, True, None, about)
     over = ", ".join(f"{k} {chosen.metric(k) or 0:,.1f} > {pick.limits[k]:g}"
                      for k in pick.excess)
     return BestAnswer(text, False, f"no measured trial of study {summary.name} meets "
-                                   f"{limits}; the closest is trial {chosen.number} ({over})")
+                                   f"{limits}; the closest is trial {chosen.number} ({over})",
+                      about)
 
 
 def _render(fmt: str, doc: dict, about: str, spec, chosen, ok: bool) -> str:
