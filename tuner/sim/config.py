@@ -22,7 +22,7 @@ class EngineConfig:
 
     max_num_batched_tokens: int
     max_model_len: int
-    gpu_memory_utilization: float = 0.9
+    gpu_memory_utilization: float = 0.92  # vLLM 0.24's CacheConfig default (0.9 before)
     enable_prefix_caching: bool = True
     enable_chunked_prefill: bool = True
     enforce_eager: bool = False

@@ -33,7 +33,7 @@ def add_serve_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-model-len", type=int)
     p.add_argument("--max-num-batched-tokens", type=int)
     p.add_argument("--max-num-seqs", type=int)
-    p.add_argument("--gpu-memory-utilization", type=float, default=0.9)
+    p.add_argument("--gpu-memory-utilization", type=float, default=0.92)
     p.add_argument("--block-size", type=int, choices=(1, 8, 16, 32, 64, 128), default=16)
     p.add_argument("--kv-cache-dtype", choices=KV_DTYPES, default="auto")
     p.add_argument("--enable-prefix-caching", action=bool_flag, default=True)

@@ -28,7 +28,9 @@ def vllm_defaults(model_max_len: int, gpu_memory_gib: float, gpu_name: str,
     return {
         "max_num_batched_tokens": budget,
         "max_model_len": model_max_len,
-        "gpu_memory_utilization": 0.9,
+        # vLLM 0.24 raised it from 0.9 (vllm/config/cache.py: CacheConfig default 0.92;
+        # its log on the H200: "Requested memory: 0.920000 (util)")
+        "gpu_memory_utilization": 0.92,
         "enable_prefix_caching": True,
         "enable_chunked_prefill": True,
         "enforce_eager": False,
