@@ -6,6 +6,7 @@ Only this module (the harness) imports the simulator; the samplers learn from to
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import math
@@ -26,6 +27,8 @@ CACHE = Path(os.environ.get("TUNER_SEARCH_CACHE",
 MODELS = {"llama3-8b-h200": "studies/models/llama3-8b"}  # its file names a GPU-box path
 PROFILES = ("llama3-8b-h200", "chat-shared-prefix-h200", "llama3-70b-tp2-h200")
 RULE_SETS = ("article", "vllm-v1")
+# The cache is keyed by the simulator's source: a changed model never reuses old outcomes
+MODEL_SOURCES = ("tuner/sim/*.py", "tuner/sim/profiles.toml", "tuner/space/defaults.py")
 REQUESTS_PER_SLOT = 2  # num_requests = 2 x concurrency (the study files' 1000 cost 3x more)
 
 # The grid (the Python API of tuner.sim over the study's space; block size 16, max-model-len
@@ -77,7 +80,8 @@ class Truth:
         self.profile = profile
         self.shape = load_shape(profile.spec.model.path)
         self.gpu = load_gpu(profile.spec.hardware.gpu)
-        self.path = CACHE / f"{profile.name}-n{profile.workload.num_requests}.json"
+        self.path = CACHE / (f"{profile.name}-n{profile.workload.num_requests}"
+                             f"-{model_version()}.json")
         self.known: dict[str, dict[str, Any]] = {}
         if self.path.is_file():
             self.known = json.loads(self.path.read_text())
@@ -110,6 +114,15 @@ class Truth:
         tmp.write_text(json.dumps(on_disk))
         tmp.replace(self.path)
         self.new = {}
+
+
+def model_version() -> str:
+    """A hash of the simulator's source files (``MODEL_SOURCES``): the cache's key."""
+    h = hashlib.sha256()
+    for pattern in MODEL_SOURCES:
+        for path in sorted(ROOT.glob(pattern)):
+            h.update(path.relative_to(ROOT).as_posix().encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()[:12]
 
 
 def grid_flags(profile: Profile) -> list[dict[str, Any]]:
