@@ -248,3 +248,29 @@ def test_preemptions_show_in_metrics_when_blocks_run_out(model_dir):
     preempted = re.search(r"vllm:num_preemptions_total\{[^}]*\} (\d+)", metrics)
     assert int(preempted.group(1)) > 0
     assert re.search(r'vllm:request_success_total\{[^}]*\} 8\b', metrics)
+
+
+def test_grid_over_a_study_file(tmp_path):
+    """`tuner sim grid STUDY_FILE`: the study's model, GPU and workload, its whole space
+    inside its rules, and the Pareto front of what started."""
+    out = tmp_path / "front.json"
+    proc = subprocess.run([sys.executable, "-m", "tuner", "sim", "grid", "studies/demo-sim.toml",
+                           "--levels", "2", "--num-requests", "32", "--processes", "1",
+                           "--out", str(out)], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(out.read_text())
+    assert doc["study"] == "studies/demo-sim.toml" and doc["gpu"] == "h200"
+    assert doc["workload"]["num_requests"] == 32 and doc["workload"]["concurrency"] == 16
+    assert set(doc["axes"]["max_num_batched_tokens"]) == {128, 32768}
+    flags = [o["flags"] for o in doc["outcomes"]]
+    assert len(flags) == doc["configurations"] > 0
+    assert not any(f["enable_chunked_prefill"] and f["enable_prefix_caching"] for f in flags)
+    front = [(o["output_throughput"], o["p99_itl_ms"]) for o in doc["pareto_front"]]
+    started = [(o["output_throughput"], o["p99_itl_ms"]) for o in doc["outcomes"] if o["started"]]
+    assert front and all(p in started for p in front)
+    for t, i in front:  # nothing that started dominates a front point
+        assert not any(t2 >= t and i2 <= i and (t2, i2) != (t, i) for t2, i2 in started)
+    missing = subprocess.run([sys.executable, "-m", "tuner", "sim", "grid",
+                              "studies/llama3-8b-h200.toml", "--out", str(out)],
+                             capture_output=True, text=True, timeout=120)
+    assert missing.returncode == 2 and "pass --model DIR" in missing.stderr

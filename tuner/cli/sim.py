@@ -26,10 +26,15 @@ def register(subparsers) -> None:
 
     grid = sub.add_parser("grid", help="evaluate the model over a grid of flags offline and "
                                        "write the true Pareto front as JSON")
-    grid.add_argument("--model", required=True, help="model folder with a config.json")
-    grid.add_argument("--gpu", default="h200")
+    grid.add_argument("study", nargs="?", metavar="STUDY_FILE",
+                      help="a study file: grid over its whole search space inside its rules, "
+                           "with its model, GPU and workload (the flags below then override)")
+    grid.add_argument("--levels", type=int, default=4,
+                      help="with STUDY_FILE: values per numeric flag (default 4)")
+    grid.add_argument("--model", help="model folder with a config.json")
+    grid.add_argument("--gpu", default=None, help="h200 (default), h100, a100-80g, l4")
     grid.add_argument("--concurrency", type=int, default=256)
-    grid.add_argument("--num-requests", type=int, default=1000)
+    grid.add_argument("--num-requests", type=int, default=None, help="default 1000")
     grid.add_argument("--input-len", type=int, default=1024)
     grid.add_argument("--output-len", type=int, default=128)
     grid.add_argument("--range-ratio", type=float, default=0.0)
@@ -76,16 +81,49 @@ def _axes(specs: list[str]) -> dict:
     return axes
 
 
+def _study_grid(args: argparse.Namespace):
+    """(model dir, GPU, workload, grid points, axes) of a study file's whole search space."""
+    from tuner.space import build_space
+    from tuner.space.grid import space_grid
+    from tuner.study import load_study_file
+    from tuner.sim.workload import SimWorkload
+
+    spec = load_study_file(args.study)
+    model = Path(args.model or spec.model.path)
+    if not (model / "config.json").is_file():
+        raise UsageError(f"the study's model folder {model} has no config.json here; pass "
+                         "--model DIR (a folder with the model's config.json)")
+    if args.axis:
+        raise UsageError("--axis replaces axes of the default grid; with a STUDY_FILE the "
+                         "grid is the study's space (use --levels)")
+    w = spec.workload
+    workload = SimWorkload(w.max_concurrency, args.num_requests or w.num_requests, w.input_len,
+                           w.output_len, w.range_ratio, w.num_prefixes, w.prefix_len, w.seed)
+    axes, points = space_grid(build_space(spec), args.levels)
+    return model, args.gpu or spec.hardware.gpu, workload, points, axes
+
+
 def _grid(args: argparse.Namespace) -> int:
     from tuner.sim.grid import evaluate_grid, grid_points, pareto_front
     from tuner.sim.profiles import load_gpu
     from tuner.sim.shape import load_shape
     from tuner.sim.workload import SimWorkload
 
-    shape, gpu = load_shape(args.model), load_gpu(args.gpu)
-    workload = SimWorkload(args.concurrency, args.num_requests, args.input_len, args.output_len,
-                           args.range_ratio, args.num_prefixes, args.prefix_len, args.seed)
-    points = grid_points(_axes(args.axis))
+    if args.study:
+        model, gpu_name, workload, points, axes = _study_grid(args)
+    else:
+        if not args.model:
+            raise UsageError("pass a STUDY_FILE, or --model DIR (a folder with a config.json)")
+        model, gpu_name = Path(args.model), args.gpu or "h200"
+        workload = SimWorkload(args.concurrency, args.num_requests or 1000, args.input_len,
+                               args.output_len, args.range_ratio, args.num_prefixes,
+                               args.prefix_len, args.seed)
+        axes = _axes(args.axis)
+        points = grid_points(axes)
+    shape, gpu = load_shape(model), load_gpu(gpu_name)
+    print(f"tuner sim grid: {len(points)} configurations of {len(axes)} flags "
+          f"({' x '.join(str(len(v)) for v in axes.values())} before the rules)",
+          file=sys.stderr)
     t0 = time.monotonic()
 
     def progress(done: int, total: int) -> None:
@@ -99,7 +137,8 @@ def _grid(args: argparse.Namespace) -> int:
     front = pareto_front(outcomes)
     doc = {
         "note": "tuner.sim model output, not a measurement",
-        "gpu": args.gpu, "model": str(args.model), "workload": workload.__dict__,
+        "gpu": gpu_name, "model": str(model), "study": args.study, "workload": workload.__dict__,
+        "axes": {k: list(v) for k, v in axes.items()},
         "configurations": len(outcomes), "started": sum(o.started for o in outcomes),
         "seconds": round(elapsed, 2), "objectives": {"output_throughput": "max", "p99_itl_ms": "min"},
         "pareto_front": [o.to_dict() for o in front],
