@@ -86,9 +86,12 @@ async def drive(url: str, model: str, n: int, concurrency: int) -> tuple[list, l
 
 def token_errors(outs: list, heads: list, trace: list) -> dict:
     due_by_head = {tuple(t["prompt_head"]): t["due"] for t in trace}
+    written_by_head = {tuple(t["prompt_head"]): t["written"] for t in trace}
     server_late = np.concatenate([np.asarray(t["written"]) - np.asarray(t["due"])
                                   for t in trace]) * 1000
-    lateness, itl_err = [], []
+    server_itl_err = np.abs(np.concatenate([np.diff(t["written"]) - np.diff(t["due"])
+                                            for t in trace])) * 1000
+    lateness, itl_err, client_delay = [], [], []
     for o in outs:
         due = due_by_head.get(tuple(heads[o.index]))
         if not o.success or due is None:
@@ -98,13 +101,19 @@ def token_errors(outs: list, heads: list, trace: list) -> dict:
         d = np.asarray(due[:k])
         lateness.extend((arrivals[:k] - d) * 1000)
         itl_err.extend((np.diff(arrivals[:k]) - np.diff(d)) * 1000)
+        client_delay.extend((arrivals[:k] - np.asarray(written_by_head[tuple(heads[o.index])][:k]))
+                            * 1000)
     late, ie = np.asarray(lateness), np.abs(np.asarray(itl_err))
 
     def q(a):
         return {"p50": float(np.percentile(a, 50)), "p99": float(np.percentile(a, 99)),
                 "max": float(a.max()), "tokens": int(a.size)}
     return {"arrival_minus_modelled_ms": q(late), "abs_itl_error_ms": q(ie),
-            "server_write_minus_modelled_ms": q(server_late)}
+            "server_write_minus_modelled_ms": q(server_late),
+            # the two halves of the error: the server's write times against the model, and
+            # the client's arrival times against the server's writes
+            "server_abs_itl_error_ms": q(server_itl_err),
+            "arrival_minus_written_ms": q(np.asarray(client_delay))}
 
 
 def main() -> int:
