@@ -6,10 +6,14 @@
     │   ├── StudyConflictError  a study exists with another space, objectives or rule set
     │   └── StudyNotFoundError  no study of that name in the storage
     ├── StorageError            the database cannot be reached or used (exit code 1)
+    │   └── StorageUnreachable  it stayed unreachable for the whole retry budget
     ├── EngineError             a vLLM (or simulated) server failed (exit code 1)
     │   ├── EngineExitedError   the server exited before it was ready (with its return code)
     │   └── EngineTimeoutError  the server was not ready within the time allowed
-    └── BenchmarkError          the load generator could not run at all (exit code 1)
+    ├── BenchmarkError          the load generator could not run at all (exit code 1)
+    ├── LaunchError             `tuner launch` could not start its workers (exit code 1)
+    ├── NoResultsError          the study has nothing that answers the question yet (exit 1)
+    └── MissingDependencyError  an optional package a command needs is missing (exit code 1)
 
 Foreign exceptions are translated once, at the boundary, with ``raise ... from e``.
 """
@@ -67,3 +71,19 @@ class EngineTimeoutError(EngineError):
 
 class BenchmarkError(TunerError):
     """The load generator could not run."""
+
+
+class StorageUnreachable(StorageError):
+    """The database stayed unreachable for the whole retry budget."""
+
+
+class LaunchError(TunerError):
+    """The workers could not be started (GPUs unknown or busy, a worker exited)."""
+
+
+class NoResultsError(TunerError):
+    """The study has nothing that answers the question yet."""
+
+
+class MissingDependencyError(TunerError):
+    """An optional package a command needs is not installed."""

@@ -2,15 +2,9 @@
 
 from __future__ import annotations
 
-from tuner.errors import TunerError
+from tuner.errors import MissingDependencyError, NoResultsError
 
-
-class NoResultsError(TunerError):
-    """The study has nothing that answers the question yet."""
-
-
-class MissingDependencyError(TunerError):
-    """An optional package a results command needs is not installed."""
+__all__ = ["MissingDependencyError", "NoResultsError", "need"]
 
 
 def need(module: str, package: str, what: str):

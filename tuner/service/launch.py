@@ -19,17 +19,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from tuner.errors import TunerError, UsageError
+from tuner.errors import LaunchError, UsageError
 from tuner.runner import gpu, proctree, study_dir
 from tuner.runner.registry import STOP
 from tuner.runner.stopping import LAUNCHED_AT
 from tuner.service.workers import views
 from tuner.study import OpenStudy, open_study
 from tuner.study.storage import HEARTBEAT_S
-
-
-class LaunchError(TunerError):
-    """The workers could not be started (GPUs unknown or busy, a worker exited)."""
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ from typing import TypeVar
 
 import sqlalchemy.exc
 
-from tuner.errors import StorageError
+from tuner.errors import StorageError, StorageUnreachable
 
 T = TypeVar("T")
 
@@ -42,10 +42,6 @@ _PASSWORD_WORD = re.compile(r"(password\s*=\s*)('[^']*'|\S+)", re.IGNORECASE)
 # The server answered and said no: a configuration error, not an outage; waiting won't help.
 _REFUSALS = ("password authentication failed", "no pg_hba.conf entry",
              "authentication failed", "role \"")
-
-
-class StorageUnreachable(StorageError):
-    """The database stayed unreachable for the whole retry budget."""
 
 
 def budget_s() -> float:
