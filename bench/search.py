@@ -23,12 +23,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 os.environ.setdefault("OMP_NUM_THREADS", "1")  # GPSampler's torch on 2 busy cores
 
-from search_report import summarise, write_plot, write_table  # noqa: E402
+from search_report import summarise, with_reference, write_plot, write_table  # noqa: E402
 from search_run import Contender, run_one  # noqa: E402
 from search_slo import slo_view  # noqa: E402
-from search_truth import (GRID_AXES, PROFILES, RULE_SETS, Truth, default_outcome,  # noqa: E402
-                          front_volume, grid_flags, load_profile, point)
-from tuner.search import SearchPlan  # noqa: E402
+from search_truth import (GRID_AXES, PROFILES, RULE_SETS, Truth,  # noqa: E402
+                          baseline_nadir, default_outcome, front_volume, grid_flags,
+                          load_profile, model_version, point)
+from tuner.search import PLANS, SearchPlan  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -36,22 +37,18 @@ CONTENDERS: tuple[Contender, ...] = (
     Contender("random", SearchPlan("random")),
     Contender("autotune-grid", None, note="vLLM auto_tune: max-num-seqs x max-num-batched-tokens"),
     Contender("nsga2", SearchPlan("nsga2", n_startup_trials=8)),
-    Contender("gp", SearchPlan("gp", n_startup_trials=10), seeds=1,
-              only="llama3-8b-h200/vllm-v1", note="12 s per proposal here: one run"),
     Contender("tpe", SearchPlan("tpe", n_startup_trials=10, constraints=False),
               note="plain TPE: multivariate, no warm start, no constraints"),
-    Contender("tpe+warm", SearchPlan("tpe", n_startup_trials=10, warm_start=True,
-                                     constraints=False), seeds=5),
-    Contender("tpe+warm+constraints", SearchPlan("tpe", n_startup_trials=10, warm_start=True)),
-    Contender("tpe+warm+constraints+s5", SearchPlan("tpe", n_startup_trials=5, warm_start=True)),
-    Contender("tpe+warm+constraints+s16", SearchPlan("tpe", n_startup_trials=16,
-                                                     warm_start=True), seeds=5),
-    Contender("tpe+warm+constraints x4 liar", SearchPlan("tpe", n_startup_trials=10,
-                                                         warm_start=True), workers=4, seeds=5),
-    Contender("tpe+warm+constraints x4 no-liar",
-              SearchPlan("tpe", n_startup_trials=10, warm_start=True, constant_liar=False),
-              workers=4, seeds=5),
+    Contender("tpe+warm+constraints", SearchPlan("tpe", n_startup_trials=8, warm_start=True),
+              note="the previous default"),
+    Contender("local", SearchPlan("local", n_startup_trials=8, warm_start=True),
+              note="warm start, probes around the default, local moves + TPE"),
+    Contender("local x4", SearchPlan("local", n_startup_trials=8, warm_start=True), workers=4,
+              seeds=5, note="4 parallel workers, TPE's constant liar"),
 )
+
+# The contender whose plan is the study's default (tuner.search.PLANS["auto"])
+DEFAULT = next(c.name for c in CONTENDERS if c.plan == PLANS["auto"])
 
 _TRUTHS: dict[str, Truth] = {}
 
@@ -116,7 +113,8 @@ def _key(flags) -> str:
 
 def write_reports(data: dict, out: Path) -> None:
     """search.md/.png (every measured point counts) and search-slo.md/.png (SLO-feasible)."""
-    write_table(summarise(data), data, out.with_suffix(".md"))
+    nadir = with_reference(data, "nadir")
+    write_table(summarise(data), data, out.with_suffix(".md"), also=summarise(nadir))
     write_plot(data, out.with_suffix(".png"))
     slo = slo_view(data)
     slo_out = out.with_name(out.name + "-slo")
@@ -128,7 +126,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seeds", type=int, default=10)
     ap.add_argument("--trials", type=int, default=40)
-    ap.add_argument("--processes", type=int, default=2)
+    ap.add_argument("--processes", type=int, default=1)
     ap.add_argument("--profiles", nargs="*", default=list(PROFILES))
     ap.add_argument("--contenders", nargs="*", default=None)
     ap.add_argument("--out", default=str(RESULTS / "search"))
@@ -168,6 +166,7 @@ def main(argv=None) -> int:
         for rules in RULE_SETS:
             profile, truth = _truth(name, rules)
             ref = point(default_outcome(truth))
+            nadir = baseline_nadir(truth)
             grid_pts = [p for p in (point(truth.outcome(f)) for f in grid_flags(profile)) if p]
             run_pts = [(-p[0], p[1]) for r in runs if r["profile"] == name and r["rules"] == rules
                        for p in r["points"] if p]
@@ -176,9 +175,14 @@ def main(argv=None) -> int:
                 "grid_points": len(grid_flags(profile)),
                 "hv_grid": front_volume(grid_pts, ref),
                 "hv_best_known": front_volume(grid_pts + run_pts, ref),
+                "nadir": {"reference": [-nadir[0], nadir[1]],
+                          "hv_grid": front_volume(grid_pts, nadir),
+                          "hv_best_known": front_volume(grid_pts + run_pts, nadir)},
                 "workload": profile.workload.__dict__,
             }
     data = {"trials": args.trials, "seeds": args.seeds, "grid_axes": GRID_AXES,
+            "command": "bench/search.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+            "simulator": model_version(), "default_contender": DEFAULT,
             "contenders": [{"name": c.name, "plan": c.plan and c.plan.__dict__,
                             "workers": c.workers, "seeds": min(args.seeds, c.seeds), "only": c.only,
                             "note": c.note} for c in CONTENDERS],

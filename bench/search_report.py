@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import math
 from pathlib import Path
 from typing import Any
@@ -10,7 +11,8 @@ import numpy as np
 
 from tuner.results.hypervolume import hypervolume
 
-PLOTTED = ("random", "autotune-grid", "nsga2", "gp", "tpe", "tpe+warm+constraints+s5")
+PLOTTED = ("random", "autotune-grid", "nsga2", "gp", "tpe", "tpe+warm+constraints", "local",
+           "local x4")
 
 
 def curve(run: dict, reference: list[float], total: float, trials: int) -> list[float]:
@@ -23,6 +25,14 @@ def curve(run: dict, reference: list[float], total: float, trials: int) -> list[
         out.append(hypervolume(pts, ref) / total if total > 0 else math.nan)
     last = out[-1] if out else 0.0
     return (out + [last] * trials)[:trials]
+
+
+def with_reference(data: dict, name: str) -> dict:
+    """A copy of ``data`` scored against another reference point (``fronts[..][name]``)."""
+    out = copy.deepcopy(data)
+    for fr in out["fronts"].values():
+        fr.update(fr[name])
+    return out
 
 
 def reach(c: list[float], level: float, n: int) -> float:
@@ -64,7 +74,7 @@ def _n(v: float) -> str:
     return ">40" if math.isinf(v) else f"{v:g}"
 
 
-def write_table(rows: list[dict], data: dict, path: Path) -> None:
+def _table(rows: list[dict]) -> list[str]:
     lines = ["| profile | rules | contender | seeds | trials to 90% | to 95% | HV@20 | HV@40 | "
              "wasted (all) | wasted after 10 | dups/run | ms/proposal |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -73,11 +83,61 @@ def write_table(rows: list[dict], data: dict, path: Path) -> None:
                      f"{_n(r['to90'])} | {_n(r['to95'])} | {r['hv20']:.3f} | {r['hv40']:.3f} | "
                      f"{r['wasted']:.0%} | {r['wasted_after10']:.0%} | {r['duplicates']:.1f} | "
                      f"{r['ask_ms']:.1f} |")
-    fronts = ["| profile/rules | grid points | HV(grid) / HV(best known) |", "|---|---|---|"]
+    return lines
+
+
+def _header(data: dict) -> list[str]:
+    axes = "; ".join(f"{k} {', '.join(map(str, v))}" for k, v in data["grid_axes"].items())
+    seeds = ", ".join(f"{c['name']} {c['seeds']}" for c in data["contenders"])
+    return [f"Command: `.venv/bin/python {data.get('command', 'bench/search.py')}` "
+            f"({data['wall_s'] / 60:.1f} min, {data.get('processes', '?')} process(es)); "
+            f"simulator source hash {data.get('simulator', '?')}; {data['trials']} trials per run.",
+            "", f"Grid (the true front is this grid plus every configuration any run measured): "
+            f"{axes}; max-model-len at the workload's need.", "", f"Seeds: {seeds}.", ""]
+
+
+def acceptance(rows: list[dict], default: str, versus: str = "random") -> list[str]:
+    """Issue 8's criteria per profile: the default sampler's trials to 95% (<= 20) and its
+    trials to 90% against ``versus`` (at least 3x fewer; '>40' gives a lower bound)."""
+    by = {(r["profile"], r["rules"], r["contender"]): r for r in rows}
+    lines = [f"| profile | rules | {default}: to 95% (goal <= 20) | to 90% | {versus}: to 90% | "
+             "ratio (goal >= 3) | wasted after 10 (goal <= 10%) |", "|---|---|---|---|---|---|---|"]
+    for (profile, rules, name), r in by.items():
+        if name != default or (profile, rules, versus) not in by:
+            continue
+        v = by[(profile, rules, versus)]
+        if math.isinf(r["to90"]):
+            ratio_s = "n/a"
+        elif math.isinf(v["to90"]):  # the other needs more than the run's trials
+            ratio_s = f"> {len(r['curves'][0]) / r['to90']:.1f}"
+        else:
+            ratio_s = f"{v['to90'] / r['to90']:.1f}"
+        lines.append(f"| {profile} | {rules} | {_n(r['to95'])} | {_n(r['to90'])} | "
+                     f"{_n(v['to90'])} | {ratio_s} | {r['wasted_after10']:.0%} |")
+    return lines
+
+
+def write_table(rows: list[dict], data: dict, path: Path, also: list[dict] | None = None) -> None:
+    """The table (median over seeds), the method's facts, the acceptance summary for the
+    default contender and, with ``also``, the same rows against the baselines' nadir."""
+    default = data.get("default_contender")
+    fronts = ["| profile/rules | grid points | HV(grid) / HV(best known) | reference (tok/s, "
+              "p99 ITL ms) |", "|---|---|---|---|"]
     for key, fr in data["fronts"].items():
         ratio = fr["hv_grid"] / fr["hv_best_known"] if fr["hv_best_known"] else math.nan
-        fronts.append(f"| {key} | {fr['grid_points']} | {ratio:.3f} |")
-    path.write_text("\n".join(lines) + "\n\nGround truth:\n\n" + "\n".join(fronts) + "\n")
+        fronts.append(f"| {key} | {fr['grid_points']} | {ratio:.3f} | "
+                      f"{fr['reference'][0]:.0f}, {fr['reference'][1]:.1f} |")
+    text = _header(data) + _table(rows) + ["", "Ground truth:", ""] + fronts
+    if default:
+        text += ["", f"Acceptance (default sampler = {default}):", ""] + acceptance(rows, default)
+    if also is not None:
+        text += ["", "The same runs scored with the baselines' nadir as the reference point "
+                 "(the worst throughput and the worst p99 ITL of the three baselines):", ""]
+        text += _table(also)
+        if default:
+            text += ["", f"Acceptance against the nadir (default sampler = {default}):", ""]
+            text += acceptance(also, default)
+    path.write_text("\n".join(text) + "\n")
 
 
 def write_plot(data: dict, path: Path) -> None:

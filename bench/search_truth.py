@@ -31,16 +31,17 @@ RULE_SETS = ("article", "vllm-v1")
 MODEL_SOURCES = ("tuner/sim/*.py", "tuner/sim/profiles.toml", "tuner/space/defaults.py")
 REQUESTS_PER_SLOT = 2  # num_requests = 2 x concurrency (the study files' 1000 cost 3x more)
 
-# The grid (the Python API of tuner.sim over the study's space; block size 16, max-model-len
-# the workload's need): 7 x 2 x 2^3 x 3 x 2 = 672 points per profile
+# The grid (the Python API of tuner.sim over the study's space; max-model-len the
+# workload's need): 9 x 5 x 2^3 x 6 x 2 x 2 = 8,640 points per profile
 GRID_AXES: dict[str, tuple[Any, ...]] = {
-    "max_num_batched_tokens": (256, 512, 1024, 2048, 4096, 8192, 16384),
+    "max_num_batched_tokens": (128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768),
     "max_model_len": ("min",),
-    "gpu_memory_utilization": (0.6, 0.95),
+    "gpu_memory_utilization": (0.5, 0.7, 0.85, 0.92, 0.95),
     "enable_prefix_caching": (False, True),
     "enable_chunked_prefill": (False, True),
     "enforce_eager": (False, True),
-    "max_num_seqs": (64, 256, 1024),
+    "max_num_seqs": (16, 64, 128, 256, 512, 1024),
+    "block_size": (16, 32),
     "kv_cache_dtype": ("auto", "fp8"),
 }
 
@@ -156,5 +157,20 @@ def default_outcome(truth: Truth) -> dict[str, Any]:
     return truth.outcome(b.flags)
 
 
+def baseline_nadir(truth: Truth) -> tuple[float, float]:
+    """The worst of each objective over the baselines that started (an alternative
+    reference point where the default lies on the front: Llama-3-70B TP2)."""
+    pts = [p for p in (point(truth.outcome(b.flags)) for b in baselines(truth.profile.space))
+           if p]
+    return (max(p[0] for p in pts), max(p[1] for p in pts))
+
+
 def front_volume(points: list[tuple[float, float]], reference: tuple[float, float]) -> float:
-    return hypervolume(points, reference)
+    """The hypervolume of ``points`` (minimised pairs), from their Pareto front only (the
+    exact slicing is quadratic in the points it gets)."""
+    front, best = [], math.inf
+    for p in sorted(set(points)):
+        if p[1] < best:
+            front.append(p)
+            best = p[1]
+    return hypervolume(front, reference)

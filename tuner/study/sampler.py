@@ -10,8 +10,8 @@ import warnings
 
 import optuna
 
-AUTO = "tpe"
-NAMES = ("tpe", "gp", "nsga2", "random")
+AUTO = "local"
+NAMES = ("tpe", "local", "gp", "nsga2", "random")
 
 
 def resolve(name: str) -> str:
@@ -24,10 +24,15 @@ def make_sampler(name: str, seed: int | None, n_startup_trials: int = 8, *,
     knows about running trials (constant liar) unless ``constant_liar`` is False."""
     name = resolve(name)
     warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
-    if name == "tpe":
-        return optuna.samplers.TPESampler(seed=seed, multivariate=True, group=True,
-                                          constant_liar=constant_liar,
-                                          n_startup_trials=n_startup_trials)
+    if name in ("tpe", "local"):
+        tpe = optuna.samplers.TPESampler(seed=seed, multivariate=True, group=True,
+                                         constant_liar=constant_liar,
+                                         n_startup_trials=n_startup_trials)
+        if name == "tpe":
+            return tpe
+        from tuner.search.local import LocalSampler  # tuner.search imports this module
+
+        return LocalSampler(tpe, seed=seed)
     if name == "gp":
         return optuna.samplers.GPSampler(seed=seed, n_startup_trials=n_startup_trials)
     if name == "nsga2":

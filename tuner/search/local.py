@@ -1,0 +1,286 @@
+"""Probes around vLLM's defaults, then pattern moves along the measured Pareto front.
+
+A study's score is its gain over vLLM's defaults, so the region around the default
+configuration matters most. ``LocalSampler`` proposes, in this order:
+
+1. **probes**: the tuning guides' moves from the default baseline's flags (``PROBES``): an
+   fp8 KV cache, half the token budget, chunked prefill and prefix caching flipped, an
+   eighth of the budget and of the sequences (the low-latency corner), fewer sequences,
+   less memory, twice the budget, a larger block;
+2. **combine**: the default with every probe move that paid (its point is not dominated by
+   the default's) at once;
+3. **extend**: a move that put a trial on the Pareto front, repeated from that trial (the
+   same factor on a log scale, the same step on a linear one: a pattern search);
+4. with probability ``local_share`` a **local** move of one to three flags from a front
+   point (drawn by its share of the hypervolume above the default), else the base
+   sampler's proposal (TPE: the global view, and the constraints it learns from).
+
+A configuration already asked (measured, running or refused) is never proposed again, so
+repairs and duplicates cost no trial. Trials that did not start (``starts`` > 0) are never
+moved from. Nothing here knows the engine: only the default baseline's flags and the told
+values (each proposal's move is kept in the trial's system attribute ``local:move``).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+import numpy as np
+import optuna
+from optuna.distributions import (BaseDistribution, CategoricalDistribution,
+                                  FloatDistribution, IntDistribution)
+from optuna.trial import FrozenTrial, TrialState
+
+from tuner.results.hypervolume import hypervolume
+
+STARTS = "starts"
+MOVE = "local:move"
+
+# Moves from the default, one or two flags each: {flag: step}; a step is ["x", factor]
+# (log-scaled flags), ["+", delta] or ["=", value]. Numeric steps can be extended later.
+PROBES: tuple[dict[str, list], ...] = (
+    {"kv_cache_dtype": ["=", "fp8"]},
+    {"max_num_batched_tokens": ["x", 0.5]},
+    {"enable_chunked_prefill": ["!"]},
+    {"enable_prefix_caching": ["!"]},
+    {"max_num_batched_tokens": ["x", 0.125], "max_num_seqs": ["x", 0.125]},  # low latency
+    {"max_num_seqs": ["x", 0.25]},
+    {"max_num_batched_tokens": ["x", 0.5], "max_model_len": ["x", 0.5]},  # without chunking
+    {"gpu_memory_utilization": ["+", -0.2]},
+    {"max_num_batched_tokens": ["x", 2.0]},
+    {"block_size": ["=", 32]},
+)
+MARGIN = 0.01  # the reference is the default made 1% worse: equal to it on one objective counts
+COUPLED = 0.4  # share of local moves that scale two log-scaled flags by one factor
+LOG_FACTORS = (0.5, 0.7, 1.4, 2.0)
+LINEAR_STEPS = (-0.3, -0.15, -0.08, 0.08, 0.15, 0.3)  # shares of the range
+
+
+def _clip(dist: BaseDistribution, value: Any) -> Any | None:
+    """``value`` made valid for ``dist`` (rounded to its step, clipped), or None."""
+    if isinstance(dist, CategoricalDistribution):
+        return value if value in dist.choices else None
+    if isinstance(dist, IntDistribution):
+        return int(min(max(round(value), dist.low), dist.high))
+    if isinstance(dist, FloatDistribution):
+        v = min(max(float(value), dist.low), dist.high)
+        if dist.step:
+            v = dist.low + round((v - dist.low) / dist.step) * dist.step
+        return round(v, 6)
+    return None
+
+
+def _apply(dist: BaseDistribution, value: Any, step: list) -> Any | None:
+    """One step (``["x", factor]``, ``["+", delta]``, ``["=", value]``, ``["!"]``)."""
+    op, arg = step[0], step[-1]
+    if op == "!":
+        return _clip(dist, not value)
+    if op == "x":
+        return _clip(dist, value * arg)
+    if op == "+":
+        return _clip(dist, value + arg)
+    return _clip(dist, arg)
+
+
+def _halved(steps: dict[str, list]) -> dict[str, list]:
+    """Half of each numeric step: the square root of a factor, half a delta."""
+    return {n: ["x", math.sqrt(a)] if op == "x" else ["+", a / 2] for n, (op, a) in steps.items()}
+
+
+def _random_step(dist: BaseDistribution, value: Any, rng: np.random.RandomState) -> list | None:
+    """A random nearby step: a factor on a log scale, a share of the range on a linear one,
+    another choice for a categorical."""
+    if isinstance(dist, CategoricalDistribution):
+        others = [c for c in dist.choices if c != value]
+        return ["=", others[rng.randint(len(others))]] if others else None
+    if isinstance(dist, (IntDistribution, FloatDistribution)) and dist.low < dist.high:
+        if dist.log:
+            return ["x", float(rng.choice(LOG_FACTORS))]
+        return ["+", float(rng.choice(LINEAR_STEPS)) * (dist.high - dist.low)]
+    return None
+
+
+def _movable(dist: BaseDistribution) -> bool:
+    if isinstance(dist, CategoricalDistribution):
+        return len(dist.choices) > 1
+    return isinstance(dist, (IntDistribution, FloatDistribution)) and dist.low < dist.high
+
+
+def started(t: FrozenTrial) -> bool:
+    """Measured: complete with finite values, neither ``starts`` > 0 nor infeasible."""
+    return (t.state == TrialState.COMPLETE and t.values is not None
+            and all(math.isfinite(v) for v in t.values)
+            and (t.constraints or {}).get(STARTS, 0.0) <= 0
+            and t.user_attrs.get("outcome") != "infeasible")
+
+
+def pareto(trials: Sequence[FrozenTrial], signs: Sequence[float]) -> list[FrozenTrial]:
+    """The non-dominated trials (values multiplied by ``signs`` so that lower is better)."""
+    vals = [tuple(s * v for s, v in zip(signs, t.values)) for t in trials]
+    return [trials[i] for i, a in enumerate(vals)
+            if not any(all(x <= y for x, y in zip(b, a)) and b != a for b in vals)]
+
+
+class LocalSampler(optuna.samplers.BaseSampler):
+    """Probes, combination, pattern and local moves, mixed with ``base`` (see the module)."""
+
+    def __init__(self, base: optuna.samplers.BaseSampler, seed: int | None = None,
+                 local_share: float = 0.6, probes: Sequence = PROBES) -> None:
+        self._base = base
+        self._rng = np.random.RandomState(seed)
+        self._local_share = local_share
+        self._probes = tuple(probes)
+
+    # optuna's sampler protocol ------------------------------------------------------
+    def infer_relative_search_space(self, study, trial) -> dict[str, BaseDistribution]:
+        return optuna.search_space.intersection_search_space(
+            study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)))
+
+    def sample_relative(self, study, trial, search_space) -> dict[str, Any]:
+        if not search_space:
+            return {}
+        proposal = _Proposer(self, study, search_space).propose()
+        if proposal is not None:
+            params, move = proposal
+            study._storage.set_trial_system_attr(trial._trial_id, MOVE, move)
+            return params
+        return self._base.sample_relative(
+            study, trial, self._base.infer_relative_search_space(study, trial))
+
+    def sample_independent(self, study, trial, param_name, param_distribution) -> Any:
+        return self._base.sample_independent(study, trial, param_name, param_distribution)
+
+    def before_trial(self, study, trial) -> None:
+        self._base.before_trial(study, trial)
+
+    def after_trial(self, study, trial, state, values) -> None:
+        self._base.after_trial(study, trial, state, values)
+
+    def reseed_rng(self) -> None:
+        self._rng.seed()
+        self._base.reseed_rng()
+
+
+class _Proposer:
+    """One proposal's view of the study: what was asked, the default, the front."""
+
+    def __init__(self, owner: LocalSampler, study, space: dict[str, BaseDistribution]):
+        self.owner, self.rng, self.space = owner, owner._rng, space
+        trials = study.get_trials(deepcopy=False)
+        self.asked = {self.key(t.params) for t in trials if t.params}
+        self.signs = [1.0 if d == optuna.study.StudyDirection.MINIMIZE else -1.0
+                      for d in study.directions]
+        self.done = [t for t in trials if started(t) and set(space) <= set(t.params)]
+        self.default = next((t for t in trials if t.user_attrs.get("baseline") == "default"
+                             and set(space) <= set(t.params)), None)
+        self.moves = [(t, t.system_attrs[MOVE]) for t in trials if MOVE in t.system_attrs]
+
+    def key(self, params: dict[str, Any]) -> tuple:
+        return tuple((n, params.get(n)) for n in sorted(self.space))
+
+    def fresh(self, params: dict[str, Any] | None) -> bool:
+        return params is not None and self.key(params) not in self.asked
+
+    def propose(self) -> tuple[dict[str, Any], dict] | None:
+        for step in (self.extend, self.probe):
+            out = step()
+            if out is not None:
+                return out
+        if self.rng.rand() >= self.owner._local_share or not self.done:
+            return None
+        return self.local()
+
+    def moved(self, params: dict[str, Any], steps: dict[str, list]) -> dict[str, Any] | None:
+        out = {n: params[n] for n in self.space}
+        for name, step in steps.items():
+            if name not in self.space:
+                continue
+            value = _apply(self.space[name], out[name], step)
+            if value is None:
+                return None
+            out[name] = value
+        return out
+
+    def probe(self):
+        out = self.probe_from(self.default)
+        return out if out is not None else self.probe_from(self.center())
+
+    def probe_from(self, center: FrozenTrial | None):
+        if center is None:
+            return None
+        for probe in self.owner._probes:
+            steps = {n: s for n, s in probe.items() if n in self.space}
+            params = self.moved(center.params, steps)
+            if steps and params != {n: center.params[n] for n in self.space}:
+                if self.fresh(params):
+                    return params, {"kind": "probe", "parent": center.number, "steps": steps}
+        return None
+
+    def center(self) -> FrozenTrial | None:
+        """Where the probes start: the measured trial with the largest gain over the
+        default, or the default while none gains (or when it did not start)."""
+        if self.default is None or not started(self.default):
+            return self.default
+        front = pareto(self.done, self.signs)
+        gains = self.gains(front)
+        return front[int(gains.argmax())] if gains.max() > 0 else self.default
+
+    def extend(self):
+        front = pareto(self.done, self.signs) if self.done else []
+        gaining = {t.number for t, w in zip(front, self.gains(front)) if w > 0}
+        by_number = {t.number: t for t in self.done}
+        for t, m in reversed(self.moves):
+            numeric = {n: s for n, s in m["steps"].items() if s[0] in "x+"}
+            parent = by_number.get(m["parent"])
+            if (t.number in gaining and numeric and parent is not None
+                    and self.vector(t) != self.vector(parent)):
+                for steps in (numeric, _halved(numeric)):  # the step, then half of it
+                    params = self.moved(t.params, steps)
+                    if self.fresh(params):
+                        return params, {"kind": "extend", "parent": t.number, "steps": steps}
+        return None
+
+    def local(self):
+        front = pareto(self.done, self.signs)
+        weights = self.shares(front)
+        names = [n for n, d in self.space.items() if _movable(d)]
+        for _ in range(50):
+            start = front[self.rng.choice(len(front), p=weights)]
+            k = min(len(names), int(self.rng.choice([1, 2, 3], p=[0.55, 0.3, 0.15])))
+            steps = {}
+            for name in self.rng.choice(names, size=k, replace=False):
+                step = _random_step(self.space[name], start.params[name], self.rng)
+                if step is not None:
+                    steps[str(name)] = step
+            scaled = [n for n in names if getattr(self.space[n], "log", False)]
+            if len(scaled) > 1 and self.rng.rand() < COUPLED:  # two budgets scaled together
+                factor = ["x", float(self.rng.choice(LOG_FACTORS))]
+                steps = {str(n): factor for n in self.rng.choice(scaled, 2, replace=False)}
+            params = self.moved(start.params, steps)
+            if steps and self.fresh(params):
+                return params, {"kind": "local", "parent": start.number, "steps": steps}
+        return None
+
+    def vector(self, t: FrozenTrial) -> tuple[float, ...]:
+        return tuple(s * v for s, v in zip(self.signs, t.values))
+
+    def gains(self, front: list[FrozenTrial]) -> np.ndarray:
+        """Each front point's exclusive hypervolume above the default made ``MARGIN``
+        worse (or the front's nadir when the default did not start)."""
+        pts = [self.vector(t) for t in front]
+        if self.default is not None and started(self.default):  # a margin: ties gain too
+            ref = tuple(v + MARGIN * abs(v) for v in self.vector(self.default))
+        else:
+            ref = tuple(max(p[i] for p in pts) + 1e-9 for i in range(len(self.signs)))
+        unique = sorted(set(pts))  # a repeated point shares its gain, not loses it
+        total = hypervolume(unique, ref)
+        own = {p: total - hypervolume([q for q in unique if q != p], ref) for p in unique}
+        return np.array([own[p] for p in pts])
+
+    def shares(self, front: list[FrozenTrial]) -> np.ndarray:
+        """Who to move from: the gains' shares plus a floor, so every point may be."""
+        own = self.gains(front)
+        share = own / own.sum() if own.sum() > 0 else np.zeros(len(front))
+        w = share + 0.1 / len(front)
+        return w / w.sum()
