@@ -164,7 +164,8 @@ def test_convergence_ends_the_study_within_patience(study_file, tmp_path):
 
 
 def test_a_passed_deadline_starts_no_trial(study_file, tmp_path):
-    url, env = setup(study_file, tmp_path, "late", trials=30, search='deadline = "1s"')
+    url, env = setup(study_file, tmp_path, "late", trials=30,
+                     search='deadline = "2020-01-01T00:00+00:00"')  # long passed at launch
     assert tuner(env, "launch", "late", "--gpus", "0").returncode == 0
     (w,) = workers(url, "late")
     assert wait_for(lambda: not proctree.alive(w.pid), 60)
