@@ -33,10 +33,16 @@ from tuner.search import PLANS, SearchPlan  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
+GP_ONLY = "llama3-8b-h200/vllm-v1"  # the Gaussian-process samplers: one profile, one seed
+SLOW = ("gp", "botorch")  # run apart (bench/results/search-gp.json) and merged
 CONTENDERS: tuple[Contender, ...] = (
     Contender("random", SearchPlan("random")),
     Contender("autotune-grid", None, note="vLLM auto_tune: max-num-seqs x max-num-batched-tokens"),
     Contender("nsga2", SearchPlan("nsga2", n_startup_trials=8)),
+    Contender("gp", SearchPlan("gp", n_startup_trials=10), seeds=1, only=GP_ONLY,
+              note="Optuna's GPSampler (torch): seconds per proposal, one run, --merge"),
+    Contender("botorch", SearchPlan("botorch", n_startup_trials=10), seeds=1, only=GP_ONLY,
+              note="optuna-integration's BoTorchSampler: one run, --merge"),
     Contender("tpe", SearchPlan("tpe", n_startup_trials=10, constraints=False),
               note="plain TPE: multivariate, no warm start, no constraints"),
     Contender("tpe+warm+constraints", SearchPlan("tpe", n_startup_trials=8, warm_start=True),
@@ -111,6 +117,24 @@ def _key(flags) -> str:
     return record.flags_key(flags)
 
 
+def _workloads(profiles) -> dict[str, dict]:
+    return {n: load_profile(n, "vllm-v1").workload.__dict__ for n in profiles}
+
+
+def merged_runs(path: Path, profiles, trials: int, log) -> list[dict]:
+    """The runs of an earlier JSON, when it was made on this simulator source."""
+    if not path.is_file():
+        log(f"merge: {path} is missing; left out")
+        return []
+    old = json.loads(path.read_text())
+    fronts = {k.split("/")[0]: f["workload"] for k, f in old.get("fronts", {}).items()}
+    if (old.get("simulator") != model_version() or old["trials"] != trials
+            or any(fronts.get(n, w) != w for n, w in _workloads(profiles).items())):
+        log(f"merge: {path} was made on another simulator source or trial count; left out")
+        return []
+    return [r for r in old["runs"] if r["profile"] in profiles]
+
+
 def write_reports(data: dict, out: Path) -> None:
     """search.md/.png (every measured point counts) and search-slo.md/.png (SLO-feasible)."""
     nadir = with_reference(data, "nadir")
@@ -130,6 +154,9 @@ def main(argv=None) -> int:
     ap.add_argument("--profiles", nargs="*", default=list(PROFILES))
     ap.add_argument("--contenders", nargs="*", default=None)
     ap.add_argument("--out", default=str(RESULTS / "search"))
+    ap.add_argument("--merge", nargs="*", default=[],
+                    help="JSON of earlier runs on the same simulator source to score with these "
+                         "(the slow samplers: bench/results/search-gp.json)")
     ap.add_argument("--report-only", action="store_true",
                     help="rewrite the table and the plot from the JSON of the last run")
     args = ap.parse_args(argv)
@@ -142,7 +169,7 @@ def main(argv=None) -> int:
         print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
     chosen = [i for i, c in enumerate(CONTENDERS)
-              if args.contenders is None or c.name in args.contenders]
+              if (c.name not in SLOW if args.contenders is None else c.name in args.contenders)]
     started = time.perf_counter()
     with Pool(args.processes) as pool:
         ground_truth(args.profiles, pool, log)
@@ -159,6 +186,8 @@ def main(argv=None) -> int:
             runs.append(run)
             if (i + 1) % 20 == 0 or i + 1 == len(jobs):
                 log(f"runs {i + 1}/{len(jobs)}")
+    for path in args.merge:
+        runs += merged_runs(Path(path), args.profiles, args.trials, log)
     for name in args.profiles:
         _TRUTHS[name].save()
     fronts = {}

@@ -29,7 +29,6 @@ PROFILES = ("llama3-8b-h200", "chat-shared-prefix-h200", "llama3-70b-tp2-h200")
 RULE_SETS = ("article", "vllm-v1")
 # The cache is keyed by the simulator's source: a changed model never reuses old outcomes
 MODEL_SOURCES = ("tuner/sim/*.py", "tuner/sim/profiles.toml", "tuner/space/defaults.py")
-REQUESTS_PER_SLOT = 2  # num_requests = 2 x concurrency (the study files' 1000 cost 3x more)
 
 # The grid (the Python API of tuner.sim over the study's space; max-model-len the
 # workload's need): 9 x 5 x 2^3 x 6 x 2 x 2 = 8,640 points per profile
@@ -66,7 +65,7 @@ def load_profile(name: str, rules: str) -> Profile:
     spec = spec.model_copy(update={"model": model, "space": space_sec})
     w = spec.workload
     workload = SimWorkload(concurrency=w.max_concurrency,
-                           num_requests=REQUESTS_PER_SLOT * w.max_concurrency,
+                           num_requests=w.num_requests,  # the study file's workload
                            input_len=w.input_len, output_len=w.output_len,
                            range_ratio=w.range_ratio, num_prefixes=w.num_prefixes,
                            prefix_len=w.prefix_len, seed=w.seed)

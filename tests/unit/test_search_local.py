@@ -67,6 +67,7 @@ def test_never_asks_the_same_configuration_twice(space):
 def test_local_moves_start_from_measured_pareto_points_not_refused_ones():
     directions = ["maximize", "minimize"]
     study = optuna.create_study(directions=directions)
+    study.enqueue_trial({"x": 64})
     good = study.ask({"x": optuna.distributions.IntDistribution(1, 1024, log=True)})
     study.tell(good, [10.0, 1.0])
     bad = study.ask({"x": optuna.distributions.IntDistribution(1, 1024, log=True)})

@@ -7,11 +7,11 @@ configuration matters most. ``LocalSampler`` proposes, in this order:
    fp8 KV cache, half the token budget, chunked prefill and prefix caching flipped, an
    eighth of the budget and of the sequences (the low-latency corner), fewer sequences,
    less memory, twice the budget, a larger block;
-2. **combine**: the default with every probe move that paid (its point is not dominated by
-   the default's) at once;
-3. **extend**: a move that put a trial on the Pareto front, repeated from that trial (the
-   same factor on a log scale, the same step on a linear one: a pattern search);
-4. with probability ``local_share`` a **local** move of one to three flags from a front
+2. **extend**: a numeric move that gained, repeated from where it landed (the same factor
+   on a log scale, the same step on a linear one: a pattern search); **probes** again from
+   the trial that gains most; then **shrink**: half of a probe's move that traded one
+   objective for the other, from its parent (a compass search);
+3. with probability ``local_share`` a **local** move of one to three flags from a front
    point (drawn by its share of the hypervolume above the default), else the base
    sampler's proposal (TPE: the global view, and the constraints it learns from).
 
@@ -51,7 +51,7 @@ PROBES: tuple[dict[str, list], ...] = (
     {"max_num_batched_tokens": ["x", 2.0]},
     {"block_size": ["=", 32]},
 )
-MARGIN = 0.01  # the reference is the default made 1% worse: equal to it on one objective counts
+MARGIN = 0.001  # the reference: the default made 0.1% worse, so a tie on one objective gains
 COUPLED = 0.4  # share of local moves that scale two log-scaled flags by one factor
 LOG_FACTORS = (0.5, 0.7, 1.4, 2.0)
 LINEAR_STEPS = (-0.3, -0.15, -0.08, 0.08, 0.15, 0.3)  # shares of the range
@@ -86,6 +86,13 @@ def _apply(dist: BaseDistribution, value: Any, step: list) -> Any | None:
 def _halved(steps: dict[str, list]) -> dict[str, list]:
     """Half of each numeric step: the square root of a factor, half a delta."""
     return {n: ["x", math.sqrt(a)] if op == "x" else ["+", a / 2] for n, (op, a) in steps.items()}
+
+
+def _big(steps: dict[str, list], space: dict[str, BaseDistribution]) -> bool:
+    """Any step still worth trying: a factor beyond 10%, a delta beyond 2% of the range."""
+    return any(abs(math.log(a)) > math.log(1.1) if op == "x"
+               else abs(a) > 0.02 * (space[n].high - space[n].low)
+               for n, (op, a) in steps.items() if n in space)
 
 
 def _random_step(dist: BaseDistribution, value: Any, rng: np.random.RandomState) -> list | None:
@@ -124,6 +131,9 @@ def pareto(trials: Sequence[FrozenTrial], signs: Sequence[float]) -> list[Frozen
 
 class LocalSampler(optuna.samplers.BaseSampler):
     """Probes, combination, pattern and local moves, mixed with ``base`` (see the module)."""
+
+    order = ("extend", "probe", "shrink")  # the deterministic steps: the first that proposes
+    shrink_from_default = True
 
     def __init__(self, base: optuna.samplers.BaseSampler, seed: int | None = None,
                  local_share: float = 0.6, probes: Sequence = PROBES) -> None:
@@ -183,8 +193,8 @@ class _Proposer:
         return params is not None and self.key(params) not in self.asked
 
     def propose(self) -> tuple[dict[str, Any], dict] | None:
-        for step in (self.extend, self.probe):
-            out = step()
+        for name in self.owner.order:
+            out = getattr(self, name)()
             if out is not None:
                 return out
         if self.rng.rand() >= self.owner._local_share or not self.done:
@@ -226,19 +236,40 @@ class _Proposer:
         gains = self.gains(front)
         return front[int(gains.argmax())] if gains.max() > 0 else self.default
 
-    def extend(self):
+    def numeric_moves(self):
+        """(trial, its move's numeric steps, its parent, gaining trial numbers), newest first."""
         front = pareto(self.done, self.signs) if self.done else []
         gaining = {t.number for t, w in zip(front, self.gains(front)) if w > 0}
         by_number = {t.number: t for t in self.done}
         for t, m in reversed(self.moves):
             numeric = {n: s for n, s in m["steps"].items() if s[0] in "x+"}
             parent = by_number.get(m["parent"])
-            if (t.number in gaining and numeric and parent is not None
-                    and self.vector(t) != self.vector(parent)):
-                for steps in (numeric, _halved(numeric)):  # the step, then half of it
-                    params = self.moved(t.params, steps)
-                    if self.fresh(params):
-                        return params, {"kind": "extend", "parent": t.number, "steps": steps}
+            if numeric and parent is not None:
+                yield t, m, numeric, parent, gaining
+
+    def extend(self):
+        """Repeat a numeric move that gained from where it landed (a pattern move)."""
+        for t, m, numeric, parent, gaining in self.numeric_moves():
+            if t.number in gaining and self.vector(t) != self.vector(parent):
+                params = self.moved(t.params, numeric)
+                if self.fresh(params):
+                    return params, {"kind": "extend", "parent": t.number, "steps": numeric}
+        return None
+
+    def shrink(self):
+        """Half of a probe's or extension's move that traded one objective for another
+        (or did not start), from its parent, while the step is large (a compass search)."""
+        for t, m, numeric, parent, gaining in self.numeric_moves():
+            if m["kind"] == "local" or t.number in gaining or not (
+                    parent.number in gaining
+                    or (parent is self.default and self.owner.shrink_from_default)):
+                continue
+            mixed = not started(t) or not all(
+                a >= b for a, b in zip(self.vector(t), self.vector(parent)))
+            steps = _halved(numeric)
+            params = self.moved(parent.params, steps)
+            if mixed and _big(steps, self.space) and self.fresh(params):
+                return params, {"kind": "extend", "parent": parent.number, "steps": steps}
         return None
 
     def local(self):

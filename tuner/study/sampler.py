@@ -11,7 +11,7 @@ import warnings
 import optuna
 
 AUTO = "local"
-NAMES = ("tpe", "local", "gp", "nsga2", "random")
+NAMES = ("tpe", "local", "gp", "botorch", "nsga2", "random")
 
 
 def resolve(name: str) -> str:
@@ -35,6 +35,13 @@ def make_sampler(name: str, seed: int | None, n_startup_trials: int = 8, *,
         return LocalSampler(tpe, seed=seed)
     if name == "gp":
         return optuna.samplers.GPSampler(seed=seed, n_startup_trials=n_startup_trials)
+    if name == "botorch":  # optional: pip install optuna-integration botorch
+        try:
+            from optuna_integration import BoTorchSampler
+        except ImportError as e:
+            raise ValueError("the botorch sampler needs `pip install optuna-integration "
+                             "botorch`") from e
+        return BoTorchSampler(seed=seed, n_startup_trials=n_startup_trials)
     if name == "nsga2":
         return optuna.samplers.NSGAIISampler(seed=seed, population_size=max(8, n_startup_trials))
     if name == "random":
