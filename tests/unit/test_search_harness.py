@@ -60,3 +60,30 @@ def test_hypervolume_curve_and_trials_to_reach():
     c = curve(run, reference=[1.0, 6.0], total=4.0, trials=5)  # (3, 4) dominates: 2 x 2
     assert c[0] == 0 and math.isclose(c[1], 0.25) and c[-1] == c[2] and math.isclose(c[2], 1.0)
     assert reach(c, 0.95, 5) == 3 and math.isinf(reach(c[:2], 0.95, 2))
+
+
+def test_acceptance_gives_a_lower_bound_when_random_never_gets_there():
+    from search_report import acceptance
+
+    def row(name, to90, to95):
+        return {"profile": "p", "rules": "r", "contender": name, "to90": to90, "to95": to95,
+                "wasted_after10": 0.05, "curves": [[0.0] * 40]}
+
+    lines = acceptance([row("auto", 10.0, 18.0), row("random", math.inf, math.inf)], "auto")
+    assert lines[-1] == "| p | r | 18 | 10 | >40 | > 4.0 | 5% |"
+    lines = acceptance([row("auto", 10.0, 18.0), row("random", 35.0, math.inf)], "auto")
+    assert lines[-1] == "| p | r | 18 | 10 | 35 | 3.5 | 5% |"
+
+
+def test_the_outcome_cache_is_keyed_by_the_simulators_source(tmp_path, monkeypatch):
+    import search_truth
+
+    (tmp_path / "tuner" / "sim").mkdir(parents=True)
+    (tmp_path / "tuner" / "space").mkdir()
+    source = tmp_path / "tuner" / "sim" / "steptime.py"
+    source.write_text("BANDWIDTH = 1\n")
+    (tmp_path / "tuner" / "space" / "defaults.py").write_text("GPU_MEMORY_UTILIZATION = 0.92\n")
+    monkeypatch.setattr(search_truth, "ROOT", tmp_path)
+    before = search_truth.model_version()
+    source.write_text("BANDWIDTH = 2\n")
+    assert search_truth.model_version() != before
