@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import sys
 import time
 from multiprocessing import Pool
@@ -210,7 +211,8 @@ def main(argv=None) -> int:
                 "workload": profile.workload.__dict__,
             }
     data = {"trials": args.trials, "seeds": args.seeds, "grid_axes": GRID_AXES,
-            "command": "bench/search.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+            "command": shlex.join(["bench/search.py",
+                                   *(argv if argv is not None else sys.argv[1:])]),
             "simulator": model_version(), "default_contender": DEFAULT,
             "contenders": [{"name": c.name, "plan": c.plan and c.plan.__dict__,
                             "workers": c.workers, "seeds": min(args.seeds, c.seeds), "only": c.only,

@@ -88,7 +88,11 @@ def _table(rows: list[dict]) -> list[str]:
 
 def _header(data: dict) -> list[str]:
     axes = "; ".join(f"{k} {', '.join(map(str, v))}" for k, v in data["grid_axes"].items())
-    seeds = ", ".join(f"{c['name']} {c['seeds']}" for c in data["contenders"])
+    ran: dict[str, set] = {}
+    for r in data["runs"]:
+        ran.setdefault(r["contender"], set()).add(r["seed"])
+    seeds = ", ".join(f"{c['name']} {len(ran[c['name']])}" + (f" ({c['only']} only)" if c["only"]
+                      else "") for c in data["contenders"] if c["name"] in ran)
     return [f"Command: `.venv/bin/python {data.get('command', 'bench/search.py')}` "
             f"({data['wall_s'] / 60:.1f} min, {data.get('processes', '?')} process(es)); "
             f"simulator source hash {data.get('simulator', '?')}; {data['trials']} trials per run.",

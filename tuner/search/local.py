@@ -133,7 +133,7 @@ class LocalSampler(optuna.samplers.BaseSampler):
     """Probes, combination, pattern and local moves, mixed with ``base`` (see the module)."""
 
     order = ("extend", "probe", "shrink")  # the deterministic steps: the first that proposes
-    shrink_from_default = True
+    shrink_from_default = False  # the default's probes are not shrunk: it cost trials
 
     def __init__(self, base: optuna.samplers.BaseSampler, seed: int | None = None,
                  local_share: float = 0.6, probes: Sequence = PROBES) -> None:
@@ -228,13 +228,22 @@ class _Proposer:
         return None
 
     def center(self) -> FrozenTrial | None:
-        """Where the probes start: the measured trial with the largest gain over the
-        default, or the default while none gains (or when it did not start)."""
+        """Where the probes start after the default's: the measured trial with the largest
+        gain over the default; while none gains, the front's best compromise (the least
+        relative loss against the default: e.g. the first point the rule set leaves as
+        asked, when it repairs the default's moves)."""
         if self.default is None or not started(self.default):
             return self.default
         front = pareto(self.done, self.signs)
         gains = self.gains(front)
-        return front[int(gains.argmax())] if gains.max() > 0 else self.default
+        if gains.max() > 0:
+            return front[int(gains.argmax())]
+        mine = self.vector(self.default)
+        others = [t for t in front if self.vector(t) != mine]
+        if not others:
+            return self.default
+        return min(others, key=lambda t: max((a - b) / abs(b) if b else 0.0
+                                             for a, b in zip(self.vector(t), mine)))
 
     def numeric_moves(self):
         """(trial, its move's numeric steps, its parent, gaining trial numbers), newest first."""
@@ -307,6 +316,8 @@ class _Proposer:
         unique = sorted(set(pts))  # a repeated point shares its gain, not loses it
         total = hypervolume(unique, ref)
         own = {p: total - hypervolume([q for q in unique if q != p], ref) for p in unique}
+        if self.default is not None and started(self.default):
+            own[self.vector(self.default)] = 0.0  # the default gains nothing over itself
         return np.array([own[p] for p in pts])
 
     def shares(self, front: list[FrozenTrial]) -> np.ndarray:
