@@ -122,6 +122,45 @@ def _workloads(profiles) -> dict[str, dict]:
     return {n: load_profile(n, "vllm-v1").workload.__dict__ for n in profiles}
 
 
+def fronts_of(profiles, runs: list[dict]) -> dict[str, dict]:
+    """Per profile/rules: both references and the hypervolumes of the grid and of the best
+    known front (the grid plus every point the runs measured)."""
+    fronts = {}
+    for name in profiles:
+        for rules in RULE_SETS:
+            profile, truth = _truth(name, rules)
+            ref = point(default_outcome(truth))
+            nadir = baseline_nadir(truth)
+            grid_pts = [p for p in (point(truth.outcome(f)) for f in grid_flags(profile)) if p]
+            run_pts = [(-p[0], p[1]) for r in runs if r["profile"] == name and r["rules"] == rules
+                       for p in r["points"] if p]
+            fronts[f"{name}/{rules}"] = {
+                "reference": [-ref[0], ref[1]],
+                "grid_points": len(grid_flags(profile)),
+                "hv_grid": front_volume(grid_pts, ref),
+                "hv_best_known": front_volume(grid_pts + run_pts, ref),
+                "nadir": {"reference": [-nadir[0], nadir[1]],
+                          "hv_grid": front_volume(grid_pts, nadir),
+                          "hv_best_known": front_volume(grid_pts + run_pts, nadir)},
+                "workload": profile.workload.__dict__,
+            }
+    return fronts
+
+
+def merge_into(out: Path, paths, log) -> dict:
+    """The last run's JSON with the runs of ``paths`` added (same simulator source) and the
+    fronts computed again."""
+    data = json.loads(out.with_suffix(".json").read_text())
+    profiles = sorted({r["profile"] for r in data["runs"]})
+    have = {r["contender"] for r in data["runs"]}
+    for path in paths:
+        data["runs"] += [r for r in merged_runs(Path(path), profiles, data["trials"], log)
+                         if r["contender"] not in have]
+    data["fronts"] = fronts_of(profiles, data["runs"])
+    data["merged"] = list(paths)
+    return data
+
+
 def merged_runs(path: Path, profiles, trials: int, log) -> list[dict]:
     """The runs of an earlier JSON, when it was made on this simulator source."""
     if not path.is_file():
@@ -162,12 +201,16 @@ def main(argv=None) -> int:
                     help="rewrite the table and the plot from the JSON of the last run")
     args = ap.parse_args(argv)
     out = Path(args.out)
-    if args.report_only:
-        write_reports(json.loads(out.with_suffix(".json").read_text()), out)
-        return 0
-
     def log(msg: str) -> None:
         print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+    if args.report_only:
+        data = (merge_into(out, args.merge, log) if args.merge
+                else json.loads(out.with_suffix(".json").read_text()))
+        if args.merge:
+            out.with_suffix(".json").write_text(json.dumps(data, default=str))
+        write_reports(data, out)
+        return 0
 
     chosen = [i for i, c in enumerate(CONTENDERS)
               if (c.name not in SLOW if args.contenders is None else c.name in args.contenders)]
@@ -179,8 +222,7 @@ def main(argv=None) -> int:
                 for seed in range(min(args.seeds, CONTENDERS[ci].seeds))
                 if CONTENDERS[ci].only in (None, f"{name}/{rules}")]
         # slow samplers first, so that the pool ends evenly
-        jobs.sort(key=lambda j: CONTENDERS[j[2]].plan is None or
-                  CONTENDERS[j[2]].plan.sampler != "gp")
+        jobs.sort(key=lambda j: CONTENDERS[j[2]].name not in SLOW)
         runs = []
         for i, (run, name, new) in enumerate(pool.imap_unordered(_run_job, jobs)):
             _truth(name, "vllm-v1")[1].merge(new)
@@ -191,25 +233,7 @@ def main(argv=None) -> int:
         runs += merged_runs(Path(path), args.profiles, args.trials, log)
     for name in args.profiles:
         _TRUTHS[name].save()
-    fronts = {}
-    for name in args.profiles:
-        for rules in RULE_SETS:
-            profile, truth = _truth(name, rules)
-            ref = point(default_outcome(truth))
-            nadir = baseline_nadir(truth)
-            grid_pts = [p for p in (point(truth.outcome(f)) for f in grid_flags(profile)) if p]
-            run_pts = [(-p[0], p[1]) for r in runs if r["profile"] == name and r["rules"] == rules
-                       for p in r["points"] if p]
-            fronts[f"{name}/{rules}"] = {
-                "reference": [-ref[0], ref[1]],
-                "grid_points": len(grid_flags(profile)),
-                "hv_grid": front_volume(grid_pts, ref),
-                "hv_best_known": front_volume(grid_pts + run_pts, ref),
-                "nadir": {"reference": [-nadir[0], nadir[1]],
-                          "hv_grid": front_volume(grid_pts, nadir),
-                          "hv_best_known": front_volume(grid_pts + run_pts, nadir)},
-                "workload": profile.workload.__dict__,
-            }
+    fronts = fronts_of(args.profiles, runs)
     data = {"trials": args.trials, "seeds": args.seeds, "grid_axes": GRID_AXES,
             "command": shlex.join(["bench/search.py",
                                    *(argv if argv is not None else sys.argv[1:])]),
@@ -218,7 +242,7 @@ def main(argv=None) -> int:
                             "workers": c.workers, "seeds": min(args.seeds, c.seeds), "only": c.only,
                             "note": c.note} for c in CONTENDERS],
             "fronts": fronts, "runs": runs, "wall_s": time.perf_counter() - started,
-            "processes": args.processes}
+            "processes": args.processes, "merged": args.merge}
     out.parent.mkdir(parents=True, exist_ok=True)
     out.with_suffix(".json").write_text(json.dumps(data, default=str))
     write_reports(data, out)
