@@ -97,3 +97,18 @@ def test_the_search_code_does_not_import_the_simulator():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout.strip()
     assert out == "[]"
+
+
+def test_a_move_that_gains_is_repeated_from_where_it_landed():
+    dist = {"b": optuna.distributions.IntDistribution(128, 32768, log=True)}
+    sampler = LocalSampler(optuna.samplers.RandomSampler(seed=0), seed=0,
+                           probes=({"b": ["x", 0.5]},))
+    study = optuna.create_study(directions=["maximize", "minimize"], sampler=sampler)
+    study.enqueue_trial({"b": 8192}, user_attrs={"baseline": "default"})
+    study.tell(study.ask(dist), [100.0, 100.0])
+    asked = []
+    for values in ([110.0, 90.0], [120.0, 80.0], [130.0, 70.0]):  # each move gains
+        t = study.ask(dist)
+        asked.append(t.params["b"])
+        study.tell(t, values)
+    assert asked == [4096, 2048, 1024]  # the probe, then the pattern move twice

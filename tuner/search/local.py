@@ -130,7 +130,7 @@ def pareto(trials: Sequence[FrozenTrial], signs: Sequence[float]) -> list[Frozen
 
 
 class LocalSampler(optuna.samplers.BaseSampler):
-    """Probes, combination, pattern and local moves, mixed with ``base`` (see the module)."""
+    """Probes, pattern, compass and local moves, mixed with ``base`` (see the module)."""
 
     order = ("extend", "probe", "shrink")  # the deterministic steps: the first that proposes
     shrink_from_default = False  # the default's probes are not shrunk: it cost trials
