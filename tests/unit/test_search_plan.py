@@ -40,3 +40,13 @@ def test_warm_start_asks_the_baselines_first_as_given(study_file):
         assert trial.params == {p.name: b.flags[p.name] for p in space.params}
         study.tell(trial, [1.0, 1.0])
     assert "baseline" not in study.ask(space.distributions()).user_attrs
+
+
+def test_a_study_file_accepts_exactly_the_samplers_make_sampler_knows():
+    from typing import get_args
+
+    from tuner.study.sampler import NAMES
+    from tuner.study.spec import SearchSection
+
+    accepted = set(get_args(SearchSection.model_fields["sampler"].annotation))
+    assert accepted == {"auto", *NAMES}
