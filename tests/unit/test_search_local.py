@@ -7,7 +7,7 @@ import optuna
 import pytest
 
 from tuner.search import warm_start
-from tuner.search.local import LOG_FACTORS, PROBES, LocalSampler, pareto
+from tuner.search.local import LOG_FACTORS, MOVE, PROBES, LocalSampler, pareto
 from tuner.space import baselines, build_space
 from tuner.study import load_study_file
 from tuner.study.sampler import make_sampler
@@ -112,3 +112,22 @@ def test_a_move_that_gains_is_repeated_from_where_it_landed():
         asked.append(t.params["b"])
         study.tell(t, values)
     assert asked == [4096, 2048, 1024]  # the probe, then the pattern move twice
+
+
+def test_with_another_trial_in_flight_the_base_sampler_proposes(space):
+    """Parallel workers: the local moves are deterministic, so while another trial runs the
+    proposal comes from the base sampler (its own seed per worker) instead."""
+    study = _study()
+    warm_start(study, space)
+    dists = space.distributions()
+    for _ in baselines(space):
+        t = study.ask(dists)
+        study.tell(t, _toy(t.params))
+    alone = study.ask(dists)  # nothing else running: a probe from the default
+    assert MOVE in study.trials[alone.number].system_attrs
+    beside = study.ask(dists)  # `alone` still runs: the base sampler's proposal
+    assert MOVE not in study.trials[beside.number].system_attrs
+    study.tell(alone, _toy(alone.params))
+    study.tell(beside, _toy(beside.params))
+    after = study.ask(dists)  # alone again: local moves resume
+    assert MOVE in study.trials[after.number].system_attrs

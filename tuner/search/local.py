@@ -150,6 +150,12 @@ class LocalSampler(optuna.samplers.BaseSampler):
     def sample_relative(self, study, trial, search_space) -> dict[str, Any]:
         if not search_space:
             return {}
+        if _others_running(study, trial):
+            # Parallel workers: the local moves are deterministic, so workers asking at the
+            # same moment would run the same configuration side by side. TPE (own seed per
+            # worker, constant liar) proposes distinct ones.
+            return self._base.sample_relative(
+                study, trial, self._base.infer_relative_search_space(study, trial))
         proposal = _Proposer(self, study, search_space).propose()
         if proposal is not None:
             params, move = proposal
@@ -170,6 +176,11 @@ class LocalSampler(optuna.samplers.BaseSampler):
     def reseed_rng(self) -> None:
         self._rng.seed()
         self._base.reseed_rng()
+
+
+def _others_running(study, trial) -> bool:
+    running = study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
+    return any(t.number != trial.number for t in running)
 
 
 class _Proposer:
