@@ -164,10 +164,13 @@ async def _closed_loop(concurrency: int, source: _Source, deadline: float | None
     items = source.items
 
     async def worker() -> None:
+        me = asyncio.current_task()
         due = clock()
         for item in items:
             if deadline is not None and clock() >= deadline:
                 return
+            if getattr(me, "cancelling", lambda: 0)():  # a cancellation something swallowed
+                raise asyncio.CancelledError
             await one(item, due)
             due = clock()
 

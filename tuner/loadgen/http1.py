@@ -206,7 +206,7 @@ class Client:
             response = conn.response = _Response(timer, clock, done)
             conn.transport.write(head + body)
             try:
-                await asyncio.wait_for(done, self.timeout_s)
+                await _within(done, self.timeout_s)
             except TimeoutError:
                 conn.transport.close()
                 raise
@@ -243,3 +243,14 @@ async def send_fast(client: Client, path: str, body: bytes, parser, out: Request
     except Exception as e:  # any failure of one request is data, not the run's end
         out.fail(e)
     return out
+
+
+async def _within(fut: asyncio.Future, seconds: float):
+    """``await fut`` for at most ``seconds`` (TimeoutError after). ``asyncio.timeout`` where
+    it exists (3.11+): Python 3.11's ``wait_for`` can swallow a cancellation that arrives
+    as the future completes, and a swallowed Ctrl-C let a benchmark run on to its end."""
+    timeout = getattr(asyncio, "timeout", None)
+    if timeout is None:  # pragma: no cover - Python 3.10
+        return await asyncio.wait_for(fut, seconds)
+    async with timeout(seconds):
+        return await fut
