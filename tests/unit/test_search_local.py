@@ -30,13 +30,19 @@ def _toy(params):
             + params["max_num_batched_tokens"] / 1000]
 
 
-def test_after_the_baselines_come_the_one_flag_probes_from_the_default(space):
+def _after_the_baselines(space):
+    """A local-sampler study with the three baselines enqueued, asked and told."""
     study = _study()
     warm_start(study, space)
     dists = space.distributions()
     for _ in baselines(space):
         t = study.ask(dists)
         study.tell(t, _toy(t.params))
+    return study, dists
+
+
+def test_after_the_baselines_come_the_one_flag_probes_from_the_default(space):
+    study, dists = _after_the_baselines(space)
     default = next(t.params for t in study.trials if t.user_attrs.get("baseline") == "default")
     seen_moves = []
     for _ in PROBES:
@@ -117,12 +123,7 @@ def test_a_move_that_gains_is_repeated_from_where_it_landed():
 def test_with_another_trial_in_flight_the_base_sampler_proposes(space):
     """Parallel workers: the local moves are deterministic, so while another trial runs the
     proposal comes from the base sampler (its own seed per worker) instead."""
-    study = _study()
-    warm_start(study, space)
-    dists = space.distributions()
-    for _ in baselines(space):
-        t = study.ask(dists)
-        study.tell(t, _toy(t.params))
+    study, dists = _after_the_baselines(space)
     alone = study.ask(dists)  # nothing else running: a probe from the default
     assert MOVE in study.trials[alone.number].system_attrs
     beside = study.ask(dists)  # `alone` still runs: the base sampler's proposal
