@@ -169,8 +169,10 @@ def _children(pid):
 
 def test_ctrl_c_stops_the_server_and_queues_the_trial_again(study_file, tmp_path):
     url = f"sqlite:///{tmp_path}/t.db"
-    sim_study(study_file, url, name="c", n=400, trials=3, scale=1)
-    proc = start_worker("c", url, env={"TUNER_HOME": str(tmp_path)})
+    # The phase the test waits for is published by the heartbeat thread: beat often, and
+    # make the benchmark long, so the interrupt lands in it and not after the last trial.
+    sim_study(study_file, url, name="c", n=2000, trials=3, scale=1)
+    proc = start_worker("c", url, env={"TUNER_HOME": str(tmp_path), "TUNER_HEARTBEAT_S": "1"})
     with ServerWatcher([proc.pid]) as watcher:
         assert wait_for(lambda: _running_phase(url, "c"), 60)
         assert interrupt(proc, signal.SIGINT) == 130
