@@ -150,13 +150,14 @@ class LocalSampler(optuna.samplers.BaseSampler):
     def sample_relative(self, study, trial, search_space) -> dict[str, Any]:
         if not search_space:
             return {}
-        if _others_running(study, trial):
-            # Parallel workers: the local moves are deterministic, so workers asking at the
-            # same moment would run the same configuration side by side. TPE (own seed per
-            # worker, constant liar) proposes distinct ones.
-            return self._base.sample_relative(
-                study, trial, self._base.infer_relative_search_space(study, trial))
-        proposal = _Proposer(self, study, search_space).propose()
+        trials = study.get_trials(deepcopy=False)
+        # Parallel workers: the local moves are deterministic, so workers asking at the same
+        # moment would run the same configuration side by side; while another trial is in
+        # flight, TPE (own seed per worker, constant liar) proposes a distinct one.
+        alone = not any(t.state == TrialState.RUNNING and t.number != trial.number
+                        for t in trials)
+        proposal = _Proposer(self, trials, study.directions, search_space).propose() \
+            if alone else None
         if proposal is not None:
             params, move = proposal
             study._storage.set_trial_system_attr(trial._trial_id, MOVE, move)
@@ -178,20 +179,15 @@ class LocalSampler(optuna.samplers.BaseSampler):
         self._base.reseed_rng()
 
 
-def _others_running(study, trial) -> bool:
-    running = study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
-    return any(t.number != trial.number for t in running)
-
-
 class _Proposer:
     """One proposal's view of the study: what was asked, the default, the front."""
 
-    def __init__(self, owner: LocalSampler, study, space: dict[str, BaseDistribution]):
+    def __init__(self, owner: LocalSampler, trials: Sequence[FrozenTrial], directions,
+                 space: dict[str, BaseDistribution]):
         self.owner, self.rng, self.space = owner, owner._rng, space
-        trials = study.get_trials(deepcopy=False)
         self.asked = {self.key(t.params) for t in trials if t.params}
         self.signs = [1.0 if d == optuna.study.StudyDirection.MINIMIZE else -1.0
-                      for d in study.directions]
+                      for d in directions]
         self.done = [t for t in trials if started(t) and set(space) <= set(t.params)]
         self.default = next((t for t in trials if t.user_attrs.get("baseline") == "default"
                              and set(space) <= set(t.params)), None)
