@@ -18,6 +18,7 @@ from typing import Any, Mapping
 from tuner import record
 from tuner.results.hypervolume import hypervolume
 from tuner.sim import SimWorkload, evaluate, load_gpu, load_shape
+from tuner.sim.workload import from_study
 from tuner.space import SearchSpace, baselines, build_space
 from tuner.study import StudySpec, load_study_file
 
@@ -63,12 +64,7 @@ def load_profile(name: str, rules: str) -> Profile:
     model = spec.model.model_copy(update={"path": str(ROOT / MODELS.get(name, spec.model.path))})
     space_sec = spec.space.model_copy(update={"rules": rules})
     spec = spec.model_copy(update={"model": model, "space": space_sec})
-    w = spec.workload
-    workload = SimWorkload(concurrency=w.max_concurrency,
-                           num_requests=w.num_requests,  # the study file's workload
-                           input_len=w.input_len, output_len=w.output_len,
-                           range_ratio=w.range_ratio, num_prefixes=w.num_prefixes,
-                           prefix_len=w.prefix_len, seed=w.seed)
+    workload = from_study(spec.workload)  # the study file's workload
     return Profile(name, rules, spec, build_space(spec), workload)
 
 

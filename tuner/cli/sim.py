@@ -86,7 +86,7 @@ def _study_grid(args: argparse.Namespace):
     from tuner.space import build_space
     from tuner.space.grid import space_grid
     from tuner.study import load_study_file
-    from tuner.sim.workload import SimWorkload
+    from tuner.sim.workload import from_study
 
     spec = load_study_file(args.study)
     model = Path(args.model or spec.model.path)
@@ -96,9 +96,7 @@ def _study_grid(args: argparse.Namespace):
     if args.axis:
         raise UsageError("--axis replaces axes of the default grid; with a STUDY_FILE the "
                          "grid is the study's space (use --levels)")
-    w = spec.workload
-    workload = SimWorkload(w.max_concurrency, args.num_requests or w.num_requests, w.input_len,
-                           w.output_len, w.range_ratio, w.num_prefixes, w.prefix_len, w.seed)
+    workload = from_study(spec.workload, args.num_requests)
     axes, points = space_grid(build_space(spec), args.levels)
     return model, args.gpu or spec.hardware.gpu, workload, points, axes
 

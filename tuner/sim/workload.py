@@ -34,6 +34,13 @@ class SimWorkload:
             + int(self.output_len * (1 + r))
 
 
+def from_study(w, num_requests: int | None = None) -> SimWorkload:
+    """A study file's ``[workload]`` section (``tuner.study.spec``) as the model's workload,
+    optionally with another number of requests."""
+    return SimWorkload(w.max_concurrency, num_requests or w.num_requests, w.input_len,
+                       w.output_len, w.range_ratio, w.num_prefixes, w.prefix_len, w.seed)
+
+
 @dataclass(frozen=True)
 class RequestPlan:
     prompt_lens: tuple[int, ...]
