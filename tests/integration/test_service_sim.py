@@ -98,10 +98,13 @@ def test_launch_status_kill_stop_and_resume(study_file, tmp_path):
         assert any(line.startswith("  dead") and victim.id in line
                    for line in shown.splitlines()), shown
 
-        def closed():
+        def cut_short():  # the victim's trial (the status read may be a beat behind it)
             return [t for t in open_study("svc", url).study.get_trials(deepcopy=False)
-                    if t.state == TrialState.FAIL and t.number == victim.trial]
-        assert wait_for(closed, 20)  # the live worker's heartbeat closed it
+                    if t.user_attrs.get("worker") == victim.id
+                    and "outcome" not in t.user_attrs and "failed_trial" not in t.system_attrs]
+        (killed,) = cut_short()
+        assert wait_for(lambda: cut_short()[0].state == TrialState.FAIL, 20), cut_short()
+        # ^ the live worker's heartbeat closed it
 
         out = tuner(env, "stop", "svc")
         assert out.returncode == 0, out.stderr
@@ -115,13 +118,13 @@ def test_launch_status_kill_stop_and_resume(study_file, tmp_path):
 
     def retried():
         return [t for t in open_study("svc", url).study.get_trials(deepcopy=False)
-                if t.system_attrs.get("failed_trial") == victim.trial]
+                if t.system_attrs.get("failed_trial") == killed.number]
     assert wait_for(lambda: [t for t in retried() if t.state == TrialState.COMPLETE], 120)
     assert tuner(env, "stop", "svc").returncode == 0
     assert nothing_left([again.pid])
     trials = open_study("svc", url).study.get_trials(deepcopy=False)
     assert all(t.state in (TrialState.COMPLETE, TrialState.FAIL) for t in trials)
-    assert all("outcome" in t.user_attrs for t in trials if t.number != victim.trial)
+    assert all("outcome" in t.user_attrs for t in trials if t.number != killed.number)
     assert len(retried()) == 1 and len({t.number for t in trials}) == len(trials)
     assert len(workers(url, "svc")) == 3 and not any(w.alive for w in workers(url, "svc"))
 

@@ -45,6 +45,15 @@ class Registration:
                 changes.setdefault("phase_since", time.time())
             self.info.update(changes)
 
+    def running(self, trial: optuna.Trial) -> None:
+        """This worker now runs ``trial``: name the worker on it and beat for it at once.
+        Optuna never calls a trial without a heartbeat stale, so a worker killed before
+        its next periodic beat would otherwise leave the trial running for ever."""
+        trial.set_user_attr("worker", self.id)
+        self.trial_id = trial._trial_id
+        self.set(trial=trial.number, phase="propose")
+        self.beat()
+
     def beat(self) -> None:
         with self._lock:
             info = {**self.info, "heartbeat": time.time()}

@@ -183,8 +183,7 @@ class Worker:
     def _one_trial(self) -> str:
         trial = self._db(lambda: self.study.ask(self.opened.space.distributions()))
         reg = self.registration
-        reg.trial_id = trial._trial_id
-        reg.set(trial=trial.number, phase="propose")
+        self._db(lambda: reg.running(trial))
         prop = self._db(lambda: propose(self.opened.space, trial))
         base = {**prop.attrs(), "worker": reg.id, "host": self.slot.host}
         self.progress.begin(trial.number)
