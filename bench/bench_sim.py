@@ -5,9 +5,12 @@ Starts the simulated server (H200, Llama-3-8B shape, vLLM defaults, time scale 1
 concurrency 256 with the load generator's own request bodies, fast HTTP client, stream
 reader and clock (``tuner.loadgen``), then compares every token's arrival at the client with the time the
 model says it was produced. Both sides use ``time.perf_counter`` (CLOCK_MONOTONIC, shared by
-processes on Linux). Writes bench/results/sim.json.
+processes on Linux); the client's arrival times are the kernel's receive stamps (see
+``tuner.loadgen.http1``). The server runs on the last CPU (``--sim-cpus``) and the client on
+the others, so that neither waits for the other's core; ``--no-pin`` shares them. Writes
+bench/results/sim.json.
 
-    .venv/bin/python bench/bench_sim.py [--requests 768] [--concurrency 256]
+    .venv/bin/python bench/bench_sim.py [--requests 768] [--concurrency 256] [--no-pin]
 """
 
 from __future__ import annotations
@@ -121,7 +124,14 @@ def main() -> int:
     ap.add_argument("--requests", type=int, default=768)
     ap.add_argument("--concurrency", type=int, default=256)
     ap.add_argument("--out", default=str(OUT))
+    ap.add_argument("--no-pin", action="store_true",
+                    help="let server and client share every CPU (the kernel places them)")
     args = ap.parse_args()
+    cpus = sorted(os.sched_getaffinity(0))
+    pin = not args.no_pin and len(cpus) >= 2
+    server_cpus = ["--sim-cpus", str(cpus[-1])] if pin else []
+    if pin:
+        os.sched_setaffinity(0, cpus[:-1])
     model_dir = Path(tempfile.mkdtemp()) / "llama3-8b"
     model_dir.mkdir()
     (model_dir / "config.json").write_text(json.dumps(LLAMA3_8B))
@@ -130,7 +140,7 @@ def main() -> int:
     prof = ["-m", "cProfile", "-o", os.environ["BENCH_SIM_PROFILE"]] if os.environ.get("BENCH_SIM_PROFILE") else []
     proc = subprocess.Popen([sys.executable, *prof, "-m", "tuner.sim", "serve", "--model",
                              str(model_dir), "--port", str(port), "--gpu", "h200",
-                             "--sim-trace"], stdout=subprocess.DEVNULL)
+                             "--sim-trace", *server_cpus], stdout=subprocess.DEVNULL)
     try:
         asyncio.run(wait_ready(url, proc))
         outs, heads, wall = asyncio.run(drive(url, str(model_dir), args.requests, args.concurrency))
@@ -160,6 +170,7 @@ def main() -> int:
         "host": {"cpus": os.cpu_count(), "python": platform.python_version(),
                  "load_average_at_end": os.getloadavg()},
         "requests": args.requests, "concurrency": args.concurrency, "succeeded": len(ok),
+        "cpus": {"server": cpus[-1:] if pin else cpus, "client": cpus[:-1] if pin else cpus},
         "wall_s": wall, "server_cpu_s": server_cpu_s, "client_cpu_s": time.process_time(),
         "output_tokens_per_s_wall": sum(o.output_tokens for o in ok) / wall,
         "server_steps": float(steps[0].split()[-1]) if steps else None,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import re
 import signal
 import socket
@@ -274,3 +275,17 @@ def test_grid_over_a_study_file(tmp_path):
                               "studies/llama3-8b-h200.toml", "--out", str(out)],
                              capture_output=True, text=True, timeout=120)
     assert missing.returncode == 2 and "pass --model DIR" in missing.stderr
+
+
+def test_sim_cpus_pins_the_server_and_refuses_a_bad_list(model_dir):
+    cpu = max(os.sched_getaffinity(0))
+    with server(model_dir, "--sim-cpus", str(cpu)) as (url, proc):
+        assert os.sched_getaffinity(proc.pid) == {cpu}
+        assert asyncio.run(_get(url + "/health"))[0] == 200
+    bad = subprocess.run(command(model_dir, "--sim-cpus", "one"), capture_output=True,
+                         text=True, timeout=60)
+    assert bad.returncode == 2 and "not a CPU list: 'one'" in bad.stderr
+    absent = subprocess.run(command(model_dir, "--port", str(free_port()), "--sim-cpus",
+                                    str(os.cpu_count() + 64)),
+                            capture_output=True, text=True, timeout=60)
+    assert absent.returncode == 2 and "--sim-cpus" in absent.stderr

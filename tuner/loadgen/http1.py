@@ -7,6 +7,13 @@ time, undoes chunked transfer encoding and hands the payload to the same ``Strea
 the aiohttp path uses, so the timing rules are shared; the request's task wakes only once, when
 the response ends. Connections are kept alive and reused. It speaks just what streaming
 servers answer (``Transfer-Encoding: chunked``, ``Content-Length`` or close-delimited bodies).
+
+Over plain TCP (http://) on Linux the arrival time is the kernel's: each read is a ``recvmsg``
+with ``SO_TIMESTAMPNS``, which stamps the bytes when they reached the socket. A client busy
+with other streams (256 of them share one event loop) then reads late but still records when
+the token arrived, so its own load no longer shows up as inter-token jitter. Where the kernel
+gives no stamp (https, other systems, the first packets after the stamps are switched on),
+the time is taken when the bytes are read, as before.
 """
 
 from __future__ import annotations
@@ -14,12 +21,21 @@ from __future__ import annotations
 import asyncio
 import socket
 import ssl as ssl_module
+import struct
+import sys
+import time
 from urllib.parse import urlsplit
 
 from tuner.loadgen.client import Clock, RequestOutput, StreamTimer, request_headers
 
 MAX_HEAD = 64 * 1024
 MAX_ERROR_BODY = 2048
+READ_SIZE = 256 * 1024
+# SO_TIMESTAMPNS (Linux; the Python socket module does not name it): a struct timespec of
+# CLOCK_REALTIME with each read.
+SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)
+KERNEL_STAMPS = sys.platform.startswith("linux")
+MAX_STAMP_AGE_S = 60.0  # an older stamp means the wall clock was stepped: read-time instead
 
 
 class HTTPError(Exception):
@@ -41,10 +57,11 @@ class _Response:
         self.keep_alive = True
         self.received = False
 
-    def feed(self, data: bytes) -> None:
+    def feed(self, data: bytes, age: float = 0.0) -> None:
+        """``data`` arrived ``age`` seconds ago (the kernel's stamp; 0: just now)."""
         if self.done.done():  # the last chunk's final CRLF, or bytes after an error
             return
-        t = self.clock()
+        t = self.clock() - age
         self.received = True
         if not self.status:
             data = self._head(data)
@@ -142,6 +159,8 @@ class _Response:
 
 
 class _Connection(asyncio.Protocol):
+    """A connection through an asyncio transport (https, or no kernel stamps)."""
+
     def __init__(self) -> None:
         self.transport: asyncio.Transport | None = None
         self.response: _Response | None = None
@@ -162,6 +181,104 @@ class _Connection(asyncio.Protocol):
         if self.response is not None:
             self.response.lost(exc)
 
+    def write(self, data: bytes) -> None:
+        self.transport.write(data)
+
+    def close(self) -> None:
+        self.transport.close()
+
+
+class _StampedConnection:
+    """A plain TCP connection read with ``recvmsg``, each read stamped by the kernel."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, sock: socket.socket) -> None:
+        self.loop, self.sock = loop, sock
+        self.response: _Response | None = None
+        self.closed = False
+        self.unsent = b""
+        loop.add_reader(sock.fileno(), self._readable)
+
+    @classmethod
+    async def open(cls, host: str, port: int) -> _StampedConnection:
+        loop = asyncio.get_running_loop()
+        infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        error: OSError | None = None
+        for family, kind, proto, _, addr in infos:
+            sock = socket.socket(family, kind, proto)
+            try:
+                sock.setblocking(False)
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+                await loop.sock_connect(sock, addr)
+                return cls(loop, sock)
+            except OSError as e:
+                sock.close()
+                error = e
+        raise error or OSError(f"cannot connect to {host}:{port}")
+
+    def _readable(self) -> None:
+        try:
+            data, ancillary, _, _ = self.sock.recvmsg(READ_SIZE, 64)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError as e:
+            self._lost(e)
+            return
+        if not data:
+            self._lost(None)
+            return
+        age = 0.0
+        for level, kind, raw in ancillary:
+            if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS and len(raw) >= 16:
+                sec, nsec = struct.unpack_from("qq", raw)
+                age = time.time() - (sec + nsec * 1e-9)
+                if not 0.0 <= age <= MAX_STAMP_AGE_S:
+                    age = 0.0
+        if self.response is not None:
+            self.response.feed(data, age)
+
+    def write(self, data: bytes) -> None:
+        """Send ``data`` now, the rest when the socket can take it (requests are small)."""
+        if self.unsent:
+            self.unsent += data
+            return
+        try:
+            sent = self.sock.send(data)
+        except (BlockingIOError, InterruptedError):
+            sent = 0
+        except OSError as e:
+            self._lost(e)
+            return
+        if sent < len(data):
+            self.unsent = data[sent:]
+            self.loop.add_writer(self.sock.fileno(), self._writable)
+
+    def _writable(self) -> None:
+        try:
+            sent = self.sock.send(self.unsent)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError as e:
+            self._lost(e)
+            return
+        self.unsent = self.unsent[sent:]
+        if not self.unsent:
+            self.loop.remove_writer(self.sock.fileno())
+
+    def _lost(self, exc: Exception | None) -> None:
+        self.close()
+        if self.response is not None:
+            self.response.lost(exc)
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        self.loop.remove_reader(self.sock.fileno())
+        if self.unsent:
+            self.loop.remove_writer(self.sock.fileno())
+        self.sock.close()
+
 
 class Client:
     """Keep-alive connections to one server, for streaming POSTs."""
@@ -175,21 +292,23 @@ class Client:
         self.prefix = parts.path.rstrip("/")
         self.ssl = ssl_module.create_default_context() if parts.scheme == "https" else None
         self.timeout_s = timeout_s
-        self.idle: list[_Connection] = []
+        self.idle: list[_Connection | _StampedConnection] = []
+        self.stamped = KERNEL_STAMPS and self.ssl is None
         fields = {"Host": f"{self.host}:{self.port}", "Accept": "*/*", **request_headers()}
         self.header_lines = "".join(f"{k}: {v}\r\n" for k, v in fields.items()).encode()
 
     async def close(self) -> None:
         for conn in self.idle:
-            if conn.transport is not None:
-                conn.transport.close()
+            conn.close()
         self.idle.clear()
 
-    async def _connect(self) -> tuple[_Connection, bool]:
+    async def _connect(self) -> tuple[_Connection | _StampedConnection, bool]:
         while self.idle:
             conn = self.idle.pop()
             if not conn.closed:
                 return conn, True
+        if self.stamped:
+            return await _StampedConnection.open(self.host, self.port), False
         loop = asyncio.get_running_loop()
         _, conn = await loop.create_connection(_Connection, self.host, self.port, ssl=self.ssl)
         return conn, False
@@ -204,11 +323,11 @@ class Client:
             conn, reused = await self._connect()
             done = asyncio.get_running_loop().create_future()
             response = conn.response = _Response(timer, clock, done)
-            conn.transport.write(head + body)
+            conn.write(head + body)
             try:
                 await _within(done, self.timeout_s)
             except TimeoutError:
-                conn.transport.close()
+                conn.close()
                 raise
             except (ConnectionError, OSError):
                 # A kept-alive connection the server had closed: send once more on a new one.
@@ -216,14 +335,14 @@ class Client:
                     continue
                 raise
             except BaseException:
-                conn.transport.close()
+                conn.close()
                 raise
             finally:
                 conn.response = None
             if response.keep_alive and not conn.closed:
                 self.idle.append(conn)
             else:
-                conn.transport.close()
+                conn.close()
             return response.status, response.reason, response.error_body
         raise AssertionError("unreachable")
 

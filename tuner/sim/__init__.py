@@ -10,7 +10,7 @@ measurement.
     scheduler.py                  continuous batching, chunked prefill, preemption
     steptime.py                   roofline step time plus overheads
     core.py                       scheduler + step time, advanced step by step (pure)
-    engine.py                     the real-time loop (one task, per-request queues)
+    engine.py                     the real-time loop (one task, paced writes)
     server.py / openai.py         the aiohttp front with vLLM's routes; metrics.py
     workload.py / grid.py         the offline evaluator, the grid and its Pareto front
 

@@ -1,10 +1,14 @@
 """The real-time loop: one task advances the engine core step by step on the wall clock.
 
-Each step sleeps for its simulated duration divided by ``time_scale``, then calls every
-emitting request's ``on_token(index, finished, due)`` synchronously (the HTTP front writes the
-token to its socket right there: no task and no queue per token, so 256 streams cost 256
-socket writes a step and nothing more). Step end times are kept on a schedule (``due``), so a
-late wake-up shortens the next sleep instead of drifting.
+Each step is applied when it is planned (the model is pure), then the task sleeps for the
+step's simulated duration divided by ``time_scale`` and calls every emitting request's
+``on_token(index, finished, due)`` synchronously (the HTTP front writes the token to its
+socket right there: no task and no queue per token, so 256 streams cost 256 socket writes a
+step and nothing more). The writes are paced: the token in place ``i`` of the batch leaves
+``i * pace`` after the step's end (``PACE_S``, at most ``PACE_SHARE`` of the step over the
+batch), so each stream's token leaves at the same offset every step however long each write
+takes, and the interval between two tokens stays exact. Step end times are kept on a
+schedule (``due``), so a late wake-up shortens the next sleep instead of drifting.
 """
 
 from __future__ import annotations
@@ -23,6 +27,10 @@ _SPIN_S = 0.0012
 # A step whose tokens leave later than this is counted in tuner_sim:late_steps_total: the
 # machine could not keep real time, and client-side timings include that delay.
 LATE_S = 0.002
+# Writes are paced this far apart (a loopback send takes about 10-18 us here), spreading a
+# batch over at most this share of its step.
+PACE_S = 20e-6
+PACE_SHARE = 0.4
 
 
 OnToken = Callable[[int, bool, float], None]
@@ -92,17 +100,24 @@ class RealtimeEngine:
                 due = clock()
                 continue
             due = max(due, clock() - 0.05) + seconds / self.time_scale
-            await self._sleep_until(due)
+            # The model is pure: apply the step now, so that at its due time only the
+            # tokens' writes are left to do.
             self.sim_time += seconds
-            emitted = core.complete(step, seconds)
-            late = clock() - due
+            tokens = [(r.handle, r.output, r.finished) for r in core.complete(step, seconds)]
+            await self._sleep_until(due)
+            start = clock()
+            pace = min(PACE_S, PACE_SHARE * seconds / self.time_scale / max(len(tokens), 1))
+            for pos, (handle, index, finished) in enumerate(tokens):
+                at = start + pos * pace
+                while clock() < at:
+                    pass
+                handle(index, finished, due)
+            late = start - due
             if late > LATE_S:
                 self.late_steps += 1
                 self.max_lateness = max(self.max_lateness, late)
-            for req in emitted:
-                req.handle(req.output, req.finished, due)
             if self.step_log is not None:
-                self.step_log.append((due, late, step.num_tokens, clock() - due - late, seconds))
+                self.step_log.append((due, late, step.num_tokens, clock() - start, seconds))
 
     async def _sleep_until(self, due: float) -> None:
         clock = self.clock

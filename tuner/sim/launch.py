@@ -6,6 +6,7 @@ vLLM's message on stderr) as fast as Python starts.
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 
@@ -58,6 +59,13 @@ def serve(args) -> int:
         print(_refusal(prepared), file=sys.stderr, flush=True)
         return 1
     core, _ = prepared
+    if args.sim_cpus:
+        try:
+            os.sched_setaffinity(0, args.sim_cpus)
+        except (OSError, AttributeError) as e:
+            print(f"error: --sim-cpus {sorted(args.sim_cpus)}: {e}", file=sys.stderr, flush=True)
+            return 2
+        _log(f"pinned to CPUs {sorted(args.sim_cpus)}")
     from tuner.sim.server import run
 
     return run(args, core)

@@ -19,6 +19,20 @@ def _positive_scale(text: str) -> float:
     return value
 
 
+def cpu_list(text: str) -> set[int]:
+    """``"1"``, ``"0,2"`` or ``"2-3"`` as a set of CPU numbers."""
+    cpus: set[int] = set()
+    try:
+        for part in text.split(","):
+            low, _, high = part.strip().partition("-")
+            cpus.update(range(int(low), int(high or low) + 1))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a CPU list: {text!r}") from None
+    if not cpus or min(cpus) < 0:
+        raise argparse.ArgumentTypeError(f"not a CPU list: {text!r}")
+    return cpus
+
+
 def add_serve_flags(p: argparse.ArgumentParser) -> None:
     """vLLM's flags with vLLM's defaults (None: decided at start from the GPU and model)."""
     bool_flag = argparse.BooleanOptionalAction
@@ -48,6 +62,9 @@ def add_serve_flags(p: argparse.ArgumentParser) -> None:
                    help="simulated GPU profile (tuner/sim/profiles.toml); default h200")
     p.add_argument("--time-scale", type=_positive_scale, default=1.0,
                    help="simulated time runs this many times faster than wall time")
+    p.add_argument("--sim-cpus", type=cpu_list, metavar="LIST",
+                   help="run the server on these CPUs only (e.g. 1 or 2-3): with the load "
+                        "generator on the others, a small machine keeps real time")
     p.add_argument("--sim-trace", action="store_true",
                    help="keep each request's modelled token times at /sim/trace (benchmarks)")
 
