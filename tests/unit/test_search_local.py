@@ -132,3 +132,24 @@ def test_with_another_trial_in_flight_the_base_sampler_proposes(space):
     study.tell(beside, _toy(beside.params))
     after = study.ask(dists)  # alone again: local moves resume
     assert MOVE in study.trials[after.number].system_attrs
+
+
+def test_probes_move_from_the_trial_that_gains_and_from_the_flags_it_ran_with():
+    """A trial the rule set repaired (budget 512 asked, 2560 run: without chunked prefill the
+    budget must cover max-model-len) gains over the default: the next probe halves the
+    budget it ran with (1,280), not the one it asked for (256), nor the default's (4,096)."""
+    dists = {"max_num_batched_tokens": optuna.distributions.IntDistribution(128, 32768, log=True),
+             "enable_chunked_prefill": optuna.distributions.CategoricalDistribution([False, True])}
+    study = _study()
+    default = {"max_num_batched_tokens": 8192, "enable_chunked_prefill": True}
+    study.enqueue_trial(default, user_attrs={"baseline": "default", "flags": default})
+    t = study.ask(dists)
+    study.tell(t, [100.0, 50.0])
+    repaired = optuna.trial.create_trial(
+        params={"max_num_batched_tokens": 512, "enable_chunked_prefill": False},
+        distributions=dists, values=[110.0, 30.0],
+        user_attrs={"flags": {"max_num_batched_tokens": 2560, "enable_chunked_prefill": False}})
+    study.add_trial(repaired)
+    proposed = study.ask(dists)
+    assert proposed.params == {"max_num_batched_tokens": 1280, "enable_chunked_prefill": False}
+    assert study.trials[proposed.number].system_attrs[MOVE]["parent"] == 1

@@ -3,22 +3,27 @@
 A study's score is its gain over vLLM's defaults, so the region around the default
 configuration matters most. ``LocalSampler`` proposes, in this order:
 
-1. **probes**: the tuning guides' moves from the default baseline's flags (``PROBES``): an
-   fp8 KV cache, half the token budget, chunked prefill and prefix caching flipped, an
-   eighth of the budget and of the sequences (the low-latency corner), fewer sequences,
-   less memory, twice the budget, a larger block;
+1. **probes**: the tuning guides' moves (``PROBES``): an fp8 KV cache, half and twice the
+   token budget, chunked prefill and prefix caching flipped, an eighth of the budget and of
+   the sequences (the low-latency corner), fewer sequences, less memory, a larger block.
+   From the default baseline's flags while no trial gains over it; as soon as one does, from
+   the trial that gains most (the default's remaining probes wait);
 2. **extend**: a numeric move that gained, repeated from where it landed (the same factor
-   on a log scale, the same step on a linear one: a pattern search); **probes** again from
-   the trial that gains most; then **shrink**: half of a probe's move that traded one
-   objective for the other, from its parent (a compass search);
+   on a log scale, the same step on a linear one: a pattern search); then **shrink**: half
+   of a probe's move that traded one objective for the other, from its parent (a compass
+   search);
 3. with probability ``local_share`` a **local** move of one to three flags from a front
    point (drawn by its share of the hypervolume above the default), else the base
    sampler's proposal (TPE: the global view, and the constraints it learns from).
 
-A configuration already asked (measured, running or refused) is never proposed again, so
-repairs and duplicates cost no trial. Trials that did not start (``starts`` > 0) are never
-moved from. Nothing here knows the engine: only the default baseline's flags and the told
-values (each proposal's move is kept in the trial's system attribute ``local:move``).
+Every move starts from the flags a trial ran with (its ``flags`` user attribute, what the
+rule set repaired its parameters to), not from the parameters it was asked with: a move
+from a value the rules overrode would be repaired back to the same configuration. A
+configuration already asked (measured, running or refused; as asked or as run) is never
+proposed again, so repairs and duplicates cost no trial. Trials that did not start
+(``starts`` > 0) are never moved from. Nothing here knows the engine: only the default
+baseline's flags and the told values (each proposal's move is kept in the trial's system
+attribute ``local:move``).
 """
 
 from __future__ import annotations
@@ -42,13 +47,13 @@ MOVE = "local:move"
 PROBES: tuple[dict[str, list], ...] = (
     {"kv_cache_dtype": ["=", "fp8"]},
     {"max_num_batched_tokens": ["x", 0.5]},
+    {"max_num_batched_tokens": ["x", 2.0]},
     {"enable_chunked_prefill": ["!"]},
     {"enable_prefix_caching": ["!"]},
     {"max_num_batched_tokens": ["x", 0.125], "max_num_seqs": ["x", 0.125]},  # low latency
     {"max_num_seqs": ["x", 0.25]},
     {"max_num_batched_tokens": ["x", 0.5], "max_model_len": ["x", 0.5]},  # without chunking
     {"gpu_memory_utilization": ["+", -0.2]},
-    {"max_num_batched_tokens": ["x", 2.0]},
     {"block_size": ["=", 32]},
 )
 MARGIN = 0.001  # the reference: the default made 0.1% worse, so a tie on one objective gains
@@ -186,12 +191,25 @@ class _Proposer:
                  space: dict[str, BaseDistribution]):
         self.owner, self.rng, self.space = owner, owner._rng, space
         self.asked = {self.key(t.params) for t in trials if t.params}
+        self.asked |= {self.key(self.origin(t)) for t in trials if t.params}
         self.signs = [1.0 if d == optuna.study.StudyDirection.MINIMIZE else -1.0
                       for d in directions]
         self.done = [t for t in trials if started(t) and set(space) <= set(t.params)]
         self.default = next((t for t in trials if t.user_attrs.get("baseline") == "default"
                              and set(space) <= set(t.params)), None)
         self.moves = [(t, t.system_attrs[MOVE]) for t in trials if MOVE in t.system_attrs]
+
+    def origin(self, t: FrozenTrial) -> dict[str, Any]:
+        """Where ``t`` was measured, in the space's terms: its effective flags (what the rule
+        set repaired its params to, e.g. a budget raised to max-model-len without chunked
+        prefill) where they are valid values, else its params. Moves start from here: a
+        move from params that a repair overrode would be repaired back, a wasted proposal."""
+        flags = t.user_attrs.get("flags") or {}
+        out = {}
+        for name, dist in self.space.items():
+            value = _clip(dist, flags[name]) if name in flags else None
+            out[name] = value if value is not None else t.params.get(name)
+        return out
 
     def key(self, params: dict[str, Any]) -> tuple:
         return tuple((n, params.get(n)) for n in sorted(self.space))
@@ -220,16 +238,27 @@ class _Proposer:
         return out
 
     def probe(self):
+        """The probes from the trial that gains most over the default, as soon as one does
+        (the default's own probes then wait: they rarely beat what already gains); else the
+        default's probes, then the front's best compromise's."""
+        center = self.center()
+        if center is not None and center is not self.default and self.gaining(center):
+            return self.probe_from(center)
         out = self.probe_from(self.default)
-        return out if out is not None else self.probe_from(self.center())
+        return out if out is not None else self.probe_from(center)
+
+    def gaining(self, t: FrozenTrial) -> bool:
+        front = pareto(self.done, self.signs)
+        return any(f.number == t.number and g > 0 for f, g in zip(front, self.gains(front)))
 
     def probe_from(self, center: FrozenTrial | None):
         if center is None:
             return None
         for probe in self.owner._probes:
             steps = {n: s for n, s in probe.items() if n in self.space}
-            params = self.moved(center.params, steps)
-            if steps and params != {n: center.params[n] for n in self.space}:
+            here = self.origin(center)
+            params = self.moved(here, steps)
+            if steps and params != here:
                 if self.fresh(params):
                     return params, {"kind": "probe", "parent": center.number, "steps": steps}
         return None
@@ -267,7 +296,7 @@ class _Proposer:
         """Repeat a numeric move that gained from where it landed (a pattern move)."""
         for t, m, numeric, parent, gaining in self.numeric_moves():
             if t.number in gaining and self.vector(t) != self.vector(parent):
-                params = self.moved(t.params, numeric)
+                params = self.moved(self.origin(t), numeric)
                 if self.fresh(params):
                     return params, {"kind": "extend", "parent": t.number, "steps": numeric}
         return None
@@ -283,7 +312,7 @@ class _Proposer:
             mixed = not started(t) or not all(
                 a >= b for a, b in zip(self.vector(t), self.vector(parent)))
             steps = _halved(numeric)
-            params = self.moved(parent.params, steps)
+            params = self.moved(self.origin(parent), steps)
             if mixed and _big(steps, self.space) and self.fresh(params):
                 return params, {"kind": "extend", "parent": parent.number, "steps": steps}
         return None
@@ -297,14 +326,14 @@ class _Proposer:
             k = min(len(names), int(self.rng.choice([1, 2, 3], p=[0.55, 0.3, 0.15])))
             steps = {}
             for name in self.rng.choice(names, size=k, replace=False):
-                step = _random_step(self.space[name], start.params[name], self.rng)
+                step = _random_step(self.space[name], self.origin(start)[name], self.rng)
                 if step is not None:
                     steps[str(name)] = step
             scaled = [n for n in names if getattr(self.space[n], "log", False)]
             if len(scaled) > 1 and self.rng.rand() < COUPLED:  # two budgets scaled together
                 factor = ["x", float(self.rng.choice(LOG_FACTORS))]
                 steps = {str(n): factor for n in self.rng.choice(scaled, 2, replace=False)}
-            params = self.moved(start.params, steps)
+            params = self.moved(self.origin(start), steps)
             if steps and self.fresh(params):
                 return params, {"kind": "local", "parent": start.number, "steps": steps}
         return None
