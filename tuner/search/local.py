@@ -29,6 +29,7 @@ attribute ``local:move``).
 from __future__ import annotations
 
 import math
+from functools import cached_property
 from typing import Any, Sequence
 
 import numpy as np
@@ -242,21 +243,30 @@ class _Proposer:
         (the default's own probes then wait: they rarely beat what already gains); else the
         default's probes, then the front's best compromise's."""
         center = self.center()
-        if center is not None and center is not self.default and self.gaining(center):
+        if (center is not None and center is not self.default
+                and center.number in self.gaining_numbers):
             return self.probe_from(center)
         out = self.probe_from(self.default)
         return out if out is not None else self.probe_from(center)
 
-    def gaining(self, t: FrozenTrial) -> bool:
-        front = pareto(self.done, self.signs)
-        return any(f.number == t.number and g > 0 for f, g in zip(front, self.gains(front)))
+    @cached_property
+    def front(self) -> list[FrozenTrial]:
+        return pareto(self.done, self.signs) if self.done else []
+
+    @cached_property
+    def front_gains(self) -> np.ndarray:
+        return self.gains(self.front) if self.front else np.zeros(0)
+
+    @cached_property
+    def gaining_numbers(self) -> set[int]:
+        return {t.number for t, g in zip(self.front, self.front_gains) if g > 0}
 
     def probe_from(self, center: FrozenTrial | None):
         if center is None:
             return None
+        here = self.origin(center)
         for probe in self.owner._probes:
             steps = {n: s for n, s in probe.items() if n in self.space}
-            here = self.origin(center)
             params = self.moved(here, steps)
             if steps and params != here:
                 if self.fresh(params):
@@ -270,8 +280,7 @@ class _Proposer:
         asked, when it repairs the default's moves)."""
         if self.default is None or not started(self.default):
             return self.default
-        front = pareto(self.done, self.signs)
-        gains = self.gains(front)
+        front, gains = self.front, self.front_gains
         if gains.max() > 0:
             return front[int(gains.argmax())]
         mine = self.vector(self.default)
@@ -283,8 +292,7 @@ class _Proposer:
 
     def numeric_moves(self):
         """(trial, its move's numeric steps, its parent, gaining trial numbers), newest first."""
-        front = pareto(self.done, self.signs) if self.done else []
-        gaining = {t.number for t, w in zip(front, self.gains(front)) if w > 0}
+        gaining = self.gaining_numbers
         by_number = {t.number: t for t in self.done}
         for t, m in reversed(self.moves):
             numeric = {n: s for n, s in m["steps"].items() if s[0] in "x+"}
@@ -318,22 +326,22 @@ class _Proposer:
         return None
 
     def local(self):
-        front = pareto(self.done, self.signs)
-        weights = self.shares(front)
+        front, weights = self.front, self.shares()
         names = [n for n, d in self.space.items() if _movable(d)]
         for _ in range(50):
             start = front[self.rng.choice(len(front), p=weights)]
+            here = self.origin(start)
             k = min(len(names), int(self.rng.choice([1, 2, 3], p=[0.55, 0.3, 0.15])))
             steps = {}
             for name in self.rng.choice(names, size=k, replace=False):
-                step = _random_step(self.space[name], self.origin(start)[name], self.rng)
+                step = _random_step(self.space[name], here[name], self.rng)
                 if step is not None:
                     steps[str(name)] = step
             scaled = [n for n in names if getattr(self.space[n], "log", False)]
             if len(scaled) > 1 and self.rng.rand() < COUPLED:  # two budgets scaled together
                 factor = ["x", float(self.rng.choice(LOG_FACTORS))]
                 steps = {str(n): factor for n in self.rng.choice(scaled, 2, replace=False)}
-            params = self.moved(self.origin(start), steps)
+            params = self.moved(here, steps)
             if steps and self.fresh(params):
                 return params, {"kind": "local", "parent": start.number, "steps": steps}
         return None
@@ -356,9 +364,10 @@ class _Proposer:
             own[self.vector(self.default)] = 0.0  # the default gains nothing over itself
         return np.array([own[p] for p in pts])
 
-    def shares(self, front: list[FrozenTrial]) -> np.ndarray:
-        """Who to move from: the gains' shares plus a floor, so every point may be."""
-        own = self.gains(front)
-        share = own / own.sum() if own.sum() > 0 else np.zeros(len(front))
-        w = share + 0.1 / len(front)
+    def shares(self) -> np.ndarray:
+        """Who to move from on the front: the gains' shares plus a floor, so every point
+        may be."""
+        own = self.front_gains
+        share = own / own.sum() if own.sum() > 0 else np.zeros(len(own))
+        w = share + 0.1 / len(own)
         return w / w.sum()
