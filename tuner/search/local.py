@@ -191,8 +191,9 @@ class _Proposer:
     def __init__(self, owner: LocalSampler, trials: Sequence[FrozenTrial], directions,
                  space: dict[str, BaseDistribution]):
         self.owner, self.rng, self.space = owner, owner._rng, space
+        self.origins = {t.number: self._origin(t) for t in trials if t.params}
         self.asked = {self.key(t.params) for t in trials if t.params}
-        self.asked |= {self.key(self.origin(t)) for t in trials if t.params}
+        self.asked |= {self.key(o) for o in self.origins.values()}
         self.signs = [1.0 if d == optuna.study.StudyDirection.MINIMIZE else -1.0
                       for d in directions]
         self.done = [t for t in trials if started(t) and set(space) <= set(t.params)]
@@ -201,6 +202,9 @@ class _Proposer:
         self.moves = [(t, t.system_attrs[MOVE]) for t in trials if MOVE in t.system_attrs]
 
     def origin(self, t: FrozenTrial) -> dict[str, Any]:
+        return self.origins[t.number]
+
+    def _origin(self, t: FrozenTrial) -> dict[str, Any]:
         """Where ``t`` was measured, in the space's terms: its effective flags (what the rule
         set repaired its params to, e.g. a budget raised to max-model-len without chunked
         prefill) where they are valid values, else its params. Moves start from here: a
@@ -247,7 +251,7 @@ class _Proposer:
                 and center.number in self.gaining_numbers):
             return self.probe_from(center)
         out = self.probe_from(self.default)
-        return out if out is not None else self.probe_from(center)
+        return out if out is not None or center is self.default else self.probe_from(center)
 
     @cached_property
     def front(self) -> list[FrozenTrial]:
