@@ -7,7 +7,8 @@ import optuna
 import pytest
 
 from tuner.search import warm_start
-from tuner.search.local import LOG_FACTORS, MOVE, PROBES, LocalSampler, pareto
+from tuner.search.local import MOVE, LocalSampler, pareto
+from tuner.search.steps import LOG_FACTORS, PROBES
 from tuner.space import baselines, build_space
 from tuner.study import load_study_file
 from tuner.study.sampler import make_sampler
@@ -153,3 +154,88 @@ def test_probes_move_from_the_trial_that_gains_and_from_the_flags_it_ran_with():
     proposed = study.ask(dists)
     assert proposed.params == {"max_num_batched_tokens": 1280, "enable_chunked_prefill": False}
     assert study.trials[proposed.number].system_attrs[MOVE]["parent"] == 1
+
+
+B = {"b": optuna.distributions.IntDistribution(128, 32768, log=True)}
+
+
+def _from_default(probes, told, extra=(), default_values=(100.0, 100.0)):
+    """A study whose default (b=8192) measured ``default_values``; ``extra`` trials added
+    as (b, values); then each value pair of ``told`` answers the next proposal. Returns the
+    study and the proposed budgets."""
+    sampler = LocalSampler(optuna.samplers.RandomSampler(seed=0), seed=0, probes=probes)
+    study = optuna.create_study(directions=["maximize", "minimize"], sampler=sampler)
+    study.enqueue_trial({"b": 8192}, user_attrs={"baseline": "default"})
+    study.tell(study.ask(B), list(default_values))
+    for b, values in extra:
+        study.add_trial(optuna.trial.create_trial(params={"b": b}, distributions=B,
+                                                  values=list(values)))
+    asked = []
+    for values in told:
+        t = study.ask(B)
+        asked.append(t.params["b"])
+        study.tell(t, list(values))
+    return study, asked
+
+
+def test_a_probe_that_beats_the_default_is_mirrored_from_the_same_parent():
+    # half the budget gains; halving again loses throughput; then twice the default's
+    _, asked = _from_default(({"b": ["x", 0.5]},),
+                             [(105.0, 60.0), (90.0, 40.0), (101.0, 150.0)])
+    assert asked == [4096, 2048, 16384]
+
+
+def test_a_move_that_lost_both_objectives_is_tried_at_half_its_size():
+    """A jagged response: 2,048 is worse than 4,096 on both objectives, so the best may
+    lie between them: the next proposal is their geometric midpoint from 4,096."""
+    study, asked = _from_default(({"b": ["x", 0.5]},),
+                                 [(110.0, 60.0), (105.0, 70.0), (101.0, 150.0), (108.0, 50.0)])
+    assert asked == [4096, 2048, 16384, 2896]
+    assert study.trials[-1].system_attrs[MOVE] == {
+        "kind": "extend", "parent": 1, "steps": {"b": ["x", pytest.approx(0.5 ** 0.5)]}}
+
+
+def test_the_gap_between_two_front_points_is_filled_at_their_geometric_midpoint():
+    study, asked = _from_default((), [(104.0, 50.0)],
+                                 extra=[(4096, (105.0, 60.0)), (2048, (102.0, 40.0))])
+    assert asked == [2896]
+    assert study.trials[-1].system_attrs[MOVE]["kind"] == "fill"
+
+
+def test_a_number_within_3_percent_of_an_asked_one_is_not_proposed():
+    # 4,000 was measured: the probe's 4,096 is as good as asked, so it is not proposed
+    study, asked = _from_default(({"b": ["x", 0.5]},), [(99.0, 99.0)] * 5,
+                                 extra=[(4000, (99.0, 120.0))])
+    assert all(abs(b / 4000 - 1) >= 0.03 and abs(b / 8192 - 1) >= 0.03 for b in asked)
+
+
+def test_a_probe_that_changed_nothing_is_not_probed_again_from_the_next_centre():
+    dists = {**B, "a": optuna.distributions.CategoricalDistribution([16, 32])}
+    probes = ({"a": ["=", 32]}, {"b": ["x", 0.5]})
+    sampler = LocalSampler(optuna.samplers.RandomSampler(seed=0), seed=0, probes=probes,
+                           local_share=0.0)
+    study = optuna.create_study(directions=["maximize", "minimize"], sampler=sampler)
+    study.enqueue_trial({"b": 8192, "a": 16}, user_attrs={"baseline": "default"})
+    study.tell(study.ask(dists), [100.0, 100.0])
+    values = {(8192, 32): [100.0, 100.0], (4096, 16): [110.0, 60.0]}  # block size inert
+    for _ in range(6):
+        t = study.ask(dists)
+        study.tell(t, values.get((t.params["b"], t.params["a"]), [50.0, 200.0]))
+    probed_a = [t.params for t in study.trials
+                if t.system_attrs.get(MOVE, {}).get("steps", {}).get("a")]
+    assert probed_a == [{"b": 8192, "a": 32}]  # from the default only, not from 4,096
+
+
+def test_without_chunking_a_budget_tied_to_the_length_moves_with_it():
+    dists = {"max_num_batched_tokens": B["b"],
+             "max_model_len": optuna.distributions.IntDistribution(1024, 8192, log=True),
+             "enable_chunked_prefill": optuna.distributions.CategoricalDistribution([False, True])}
+    sampler = LocalSampler(optuna.samplers.RandomSampler(seed=0), seed=0,
+                           probes=({"max_num_batched_tokens": ["x", 0.5]},))
+    study = optuna.create_study(directions=["maximize", "minimize"], sampler=sampler)
+    default = {"max_num_batched_tokens": 8192, "max_model_len": 8192,
+               "enable_chunked_prefill": False}
+    study.enqueue_trial(default, user_attrs={"baseline": "default", "flags": default})
+    study.tell(study.ask(dists), [100.0, 100.0])
+    assert study.ask(dists).params == {"max_num_batched_tokens": 4096, "max_model_len": 4096,
+                                       "enable_chunked_prefill": False}
