@@ -11,16 +11,18 @@ configuration not asked yet (``tuner.search.proposer``; ``LocalSampler.order``):
 3. **shrink**: half of a probe's or extension's move that did not gain (traded, lost
    both, or did not start), from its parent that gains: a compass search, and a bracket's
    midpoint where the response is jagged; the one whose interpolated midpoint loses least
-   to the default first, none that would lose more than 10%;
+   to the default first, none that would lose more than 20%;
 4. **fill**: the midpoint of two neighbours on the front that differ in numbers only,
-   the widest gap first, while a point there could add 0.5% of the hypervolume (the front
+   the widest gap first, while a point there could add 1% of the hypervolume (the front
    between measured points is a staircase);
 5. **probes**: the tuning guides' moves (``tuner.search.steps.PROBES``): an fp8 KV cache,
-   half and twice the token budget, chunked prefill and prefix caching flipped, an eighth of
-   the budget and of the sequences (the low-latency corner), fewer sequences, less memory,
-   a larger block. From the default while no trial gains over it; then from the trial that
-   gains most (the default's remaining probes wait). A probe that measured exactly the
-   values of a trial differing in its own flags only is inert and not probed again;
+   half and twice the token budget, chunked prefill and prefix caching flipped, fewer
+   sequences, an eighth of the budget and of the sequences (the low-latency corner), less
+   memory, a larger block. From the default while no trial gains over it; then from the
+   trial that gains most (the default's remaining probes wait). A probe that measured
+   exactly the values of a trial differing in its own flags only is inert and not probed
+   again; a one-flag probe along a line already measured (a trial between the centre and
+   the probe, the rest equal) is not made;
 6. with probability ``local_share`` a **local** move of one to three flags from a front
    point (drawn by its share of the hypervolume above the default), else the base
    sampler's proposal (TPE: the global view, and the constraints it learns from).
@@ -31,7 +33,9 @@ from a value the rules overrode would be repaired back to the same configuration
 chunked prefill is off and the budget equals max-model-len (the rules tie them), a budget
 factor scales both. A configuration already asked, or within 3% of one on every number
 (measured, running or refused; as asked or as run), is never proposed again, so repairs and
-duplicates cost no trial. A trial that measured exactly the values of an earlier one (it
+duplicates cost no trial. A one-flag factor probe that changed nothing marks a flat stretch
+(max-num-seqs above the requests in flight): later factors on that flag start from the
+stretch's end, where it binds. A trial that measured exactly the values of an earlier one (it
 moved inert flags) is not on the front: moving on from it would repeat the earlier one's
 moves. Trials that did not start (``starts`` > 0) are never moved from. Nothing here
 knows the engine: only the default baseline's flags and the told values (each proposal's

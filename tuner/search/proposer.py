@@ -27,9 +27,9 @@ MOVE = "local:move"
 # Without chunked prefill vLLM needs max-num-batched-tokens >= max-model-len, and the rules
 # raise the budget to the length: a budget move from where they are tied moves both
 BUDGET, LENGTH, CHUNKED = "max_num_batched_tokens", "max_model_len", "enable_chunked_prefill"
-FILL_SHARE = 0.005  # fill a gap on the front while it could add 0.5% of the hypervolume
+FILL_SHARE = 0.01  # fill a gap on the front while it could add 1% of the hypervolume
 MARGIN = 0.001  # the reference: the default made 0.1% worse, so a tie on one objective gains
-HOPELESS = 0.1  # a midpoint interpolated 10% worse than the default is not tried
+HOPELESS = 0.2  # a midpoint interpolated 20% worse than the default is not tried
 COUPLED = 0.4  # share of local moves that scale two log-scaled flags by one factor
 
 
@@ -128,7 +128,8 @@ class Proposer:
         for name, step in steps.items():
             if name not in self.space:
                 continue
-            value = apply_step(self.space[name], out[name], step)
+            start = self.binding(name, out[name]) if step[0] == "x" else out[name]
+            value = apply_step(self.space[name], start, step)
             if value is None:
                 return None
             out[name] = value
@@ -178,6 +179,28 @@ class Proposer:
         return set(self.twin_of)
 
     @cached_property
+    def flat(self) -> dict[str, list[tuple]]:
+        """Flat stretches of log-scaled flags: a one-flag probe that measured exactly its
+        parent's values, as (low, high, the value it landed on) per flag."""
+        by_number = {t.number: t for t in self.done}
+        out: dict[str, list[tuple]] = {}
+        for t, m in self.moves:
+            parent = by_number.get(m["parent"])
+            if (m["kind"] == "probe" and len(m["steps"]) == 1 and started(t)
+                    and parent is not None and self.vector(t) == self.vector(parent)):
+                (name, step), = m["steps"].items()
+                if step[0] == "x" and name in self.space:
+                    a, b = self.origin(parent)[name], self.origin(t)[name]
+                    out.setdefault(name, []).append((min(a, b), max(a, b), b))
+        return out
+
+    def binding(self, name: str, value: Any) -> Any:
+        """``value``, or the end of a flat stretch it lies in (where the flag starts to
+        bind: a factor from there moves something)."""
+        return next((end for lo, hi, end in self.flat.get(name, ()) if lo <= value <= hi),
+                    value)
+
+    @cached_property
     def inert(self) -> set[tuple]:
         """Probes whose flags did not matter: the probe measured exactly the values of an
         earlier trial whose flags differ from its own in the probed flags only (its parent,
@@ -203,10 +226,25 @@ class Proposer:
             if probe_key(steps) in self.inert:
                 continue
             params = self.moved(here, steps)
-            if steps and params != here:
-                if self.fresh(params):
-                    return params, {"kind": "probe", "parent": center.number, "steps": steps}
+            if steps and params != here and self.fresh(params) and not self.walked(here, params):
+                return params, {"kind": "probe", "parent": center.number, "steps": steps}
         return None
+
+    def walked(self, here: dict[str, Any], there: dict[str, Any]) -> bool:
+        """A one-number move already measured on the way: some trial differs from ``here``
+        in that number only, with a value between ``here``'s and ``there``'s (the line was
+        walked by extensions and their halves; probing it again tells little)."""
+        differ = [n for n in self.space if here[n] != there[n]]
+        if len(differ) != 1 or isinstance(self.space[differ[0]], CategoricalDistribution):
+            return False
+        n = differ[0]
+        lo, hi = sorted((here[n], there[n]))
+        for t in self.done:
+            o = self.origin(t)
+            if lo <= o[n] <= hi and o[n] != here[n] and all(
+                    o[m] == here[m] for m in self.space if m != n):
+                return True
+        return False
 
     def center(self) -> FrozenTrial | None:
         """Where the probes start after the default's: the measured trial with the largest
@@ -275,7 +313,8 @@ class Proposer:
             if not differ or any(isinstance(self.space[n], CategoricalDistribution)
                                  for n in differ):
                 continue
-            steps = {n: ["x", math.sqrt(pb[n] / pa[n])] if self.space[n].log
+            steps = {n: ["x", math.sqrt(self.binding(n, pb[n]) / self.binding(n, pa[n]))]
+                     if self.space[n].log
                      else ["+", (pb[n] - pa[n]) / 2] for n in differ}
             params = self.moved(pa, steps)
             if self.fresh(params) and params != pb:

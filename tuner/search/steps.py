@@ -22,8 +22,8 @@ PROBES: tuple[dict[str, list], ...] = (
     {"max_num_batched_tokens": ["x", 2.0]},
     {"enable_chunked_prefill": ["!"]},
     {"enable_prefix_caching": ["!"]},
-    {"max_num_batched_tokens": ["x", 0.125], "max_num_seqs": ["x", 0.125]},  # low latency
     {"max_num_seqs": ["x", 0.25]},
+    {"max_num_batched_tokens": ["x", 0.125], "max_num_seqs": ["x", 0.125]},  # low latency
     {"max_num_batched_tokens": ["x", 0.5], "max_model_len": ["x", 0.5]},  # without chunking
     {"gpu_memory_utilization": ["+", -0.2]},
     {"block_size": ["=", 32]},
