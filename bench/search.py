@@ -38,6 +38,8 @@ GP_ONLY = "llama3-8b-h200/vllm-v1"  # the Gaussian-process samplers: one profile
 SLOW = ("gp", "botorch")  # run apart (bench/results/search-gp.json) and merged
 CONTENDERS: tuple[Contender, ...] = (
     Contender("random", SearchPlan("random")),
+    Contender("random-120", SearchPlan("random"), trials=120,
+              note="random search run on to 120 trials: its trials to 90% for the ratio"),
     Contender("autotune-grid", None, note="vLLM auto_tune: max-num-seqs x max-num-batched-tokens"),
     Contender("nsga2", SearchPlan("nsga2", n_startup_trials=8)),
     Contender("gp", SearchPlan("gp", n_startup_trials=10), seeds=1, only=GP_ONLY,
@@ -83,7 +85,7 @@ def _run_job(args: tuple) -> tuple[dict, str, dict]:
     profile, truth = _truth(name, rules)
     c = CONTENDERS[ci]
     t0 = time.perf_counter()
-    run = run_one(profile, truth, c, seed, trials)
+    run = run_one(profile, truth, c, seed, c.trials or trials)
     run.update(profile=name, rules=rules, contender=c.name, seed=seed,
                wall_s=time.perf_counter() - t0)
     new, truth.new = truth.new, {}
@@ -240,7 +242,8 @@ def main(argv=None) -> int:
             "simulator": model_version(), "default_contender": DEFAULT,
             "contenders": [{"name": c.name, "plan": c.plan and c.plan.__dict__,
                             "workers": c.workers, "seeds": min(args.seeds, c.seeds), "only": c.only,
-                            "note": c.note} for c in CONTENDERS],
+                            "note": c.note, "trials": c.trials or args.trials}
+                           for c in CONTENDERS],
             "fronts": fronts, "runs": runs, "wall_s": time.perf_counter() - started,
             "processes": args.processes, "merged": args.merge}
     out.parent.mkdir(parents=True, exist_ok=True)

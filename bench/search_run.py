@@ -40,6 +40,7 @@ class Contender:
     seeds: int = 10
     only: str | None = None  # "profile/rules": run there only (slow samplers)
     note: str = ""
+    trials: int | None = None  # a longer run than the matrix's (random search's trials to 90%)
 
 
 def _tell(study: optuna.Study, trial: optuna.Trial, told: record.Told, constraints: bool) -> None:

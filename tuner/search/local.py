@@ -31,7 +31,7 @@ Every move starts from the flags a trial ran with (its ``flags`` user attribute,
 rule set repaired its parameters to), not from the parameters it was asked with: a move
 from a value the rules overrode would be repaired back to the same configuration. Where
 chunked prefill is off and the budget equals max-model-len (the rules tie them), a budget
-factor scales both. A configuration already asked, or within 3% of one on every number
+factor scales both. A configuration already asked, or within 2% of one on every number
 (measured, running or refused; as asked or as run), is never proposed again, so repairs and
 duplicates cost no trial. A one-flag factor probe that changed nothing marks a flat stretch
 (max-num-seqs above the requests in flight): later factors on that flag start from the

@@ -84,7 +84,7 @@ class Proposer:
 
     def fresh(self, params: dict[str, Any] | None) -> bool:
         """Not asked yet, nor near an asked configuration (the same choices, every number
-        within ``NEAR``: 3% on a log scale, 1% of the range on a linear one)."""
+        within ``NEAR``: 2% on a log scale, 1% of the range on a linear one)."""
         if params is None or self.key(params) in self.asked:
             return False
         mine = self.scaled(params)

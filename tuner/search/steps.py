@@ -28,7 +28,7 @@ PROBES: tuple[dict[str, list], ...] = (
     {"gpu_memory_utilization": ["+", -0.2]},
     {"block_size": ["=", 32]},
 )
-NEAR = (0.03, 0.01)  # a factor on log-scaled numbers, a share of the range on linear ones
+NEAR = (0.02, 0.01)  # a factor on log-scaled numbers, a share of the range on linear ones
 LOG_FACTORS = (0.5, 0.7, 1.4, 2.0)
 LINEAR_STEPS = (-0.3, -0.15, -0.08, 0.08, 0.15, 0.3)  # shares of the range
 
