@@ -52,6 +52,8 @@ CONTENDERS: tuple[Contender, ...] = (
               note="the previous default"),
     Contender("local", SearchPlan("local", n_startup_trials=8, warm_start=True),
               note="warm start, probes around the default, local moves + TPE"),
+    Contender("local 2% noise", SearchPlan("local", n_startup_trials=8, warm_start=True),
+              noise=0.02, note="told values with 2% run-to-run noise, scored on the true ones"),
     Contender("local x4", SearchPlan("local", n_startup_trials=8, warm_start=True), workers=4,
               seeds=5, note="4 parallel workers, TPE's constant liar"),
 )
@@ -242,7 +244,8 @@ def main(argv=None) -> int:
             "simulator": model_version(), "default_contender": DEFAULT,
             "contenders": [{"name": c.name, "plan": c.plan and c.plan.__dict__,
                             "workers": c.workers, "seeds": min(args.seeds, c.seeds), "only": c.only,
-                            "note": c.note, "trials": c.trials or args.trials}
+                            "note": c.note, "trials": c.trials or args.trials,
+                            "noise": c.noise}
                            for c in CONTENDERS],
             "fronts": fronts, "runs": runs, "wall_s": time.perf_counter() - started,
             "processes": args.processes, "merged": args.merge}

@@ -12,6 +12,7 @@ import numpy as np
 from tuner.results.hypervolume import hypervolume
 
 PLOTTED = ("random", "autotune-grid", "nsga2", "gp", "tpe", "tpe+warm+constraints", "local",
+           "local 2% noise",
            "local x4")
 
 

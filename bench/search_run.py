@@ -41,6 +41,7 @@ class Contender:
     only: str | None = None  # "profile/rules": run there only (slow samplers)
     note: str = ""
     trials: int | None = None  # a longer run than the matrix's (random search's trials to 90%)
+    noise: float = 0.0  # the told metrics x (1 + noise * N(0, 1)); scored on the true ones
 
 
 def _tell(study: optuna.Study, trial: optuna.Trial, told: record.Told, constraints: bool) -> None:
@@ -64,12 +65,17 @@ def _enqueue_autotune(study: optuna.Study, profile: Profile, seed: int) -> int:
     return len(combos)
 
 
-def _measure(profile: Profile, truth: Truth, prop: Proposal, base: dict) -> record.Told:
+def _measure(profile: Profile, truth: Truth, prop: Proposal, base: dict,
+             noise: float = 0.0, rng: random.Random | None = None) -> record.Told:
+    """The runner's record of one launch; with ``noise``, the metrics as a GPU would vary
+    them from run to run (the score still uses the true values)."""
     o = truth.outcome(prop.flags)
     if not o["started"]:
         return record.infeasible(profile.spec, {"class": o["failure"], "message": "",
                                                 "log_tail": ""}, base)
     metrics = {k: o[k] for k in ("output_throughput", "p99_itl_ms", "p99_ttft_ms")}
+    if noise and rng is not None:
+        metrics = {k: v * (1 + noise * rng.gauss(0.0, 1.0)) for k, v in metrics.items()}
     return record.measured(profile.spec, metrics, base)
 
 
@@ -90,6 +96,7 @@ def run_one(profile: Profile, truth: Truth, c: Contender, seed: int,
     outcomes: list[str] = []
     ask_ms: list[float] = []
     running: deque = deque()
+    noise_rng = random.Random(seed)
     asked = dups = dup_run = 0
     stopped = ""
 
@@ -136,6 +143,6 @@ def run_one(profile: Profile, truth: Truth, c: Contender, seed: int,
                        f"{dup_run} duplicates in a row")
             break
         trial, prop, base = running.popleft()
-        finish(trial, _measure(profile, truth, prop, base))
+        finish(trial, _measure(profile, truth, prop, base, c.noise, noise_rng))
     return {"points": points, "outcomes": outcomes, "ask_ms": ask_ms, "duplicates": dups,
             "stopped": stopped}
