@@ -174,10 +174,6 @@ class Proposer:
                 out[t.number] = n
         return out
 
-    @property
-    def twins(self) -> set[int]:
-        return set(self.twin_of)
-
     @cached_property
     def flat(self) -> dict[str, list[tuple]]:
         """Flat stretches of log-scaled flags: a one-flag probe that measured exactly its
@@ -287,7 +283,7 @@ class Proposer:
         runs both ways from a point (one direction trades throughput for latency, the
         other latency for throughput), and a response need not be monotonic."""
         for t, m, numeric, parent, gaining in self.numeric_moves():
-            if (m["kind"] != "probe" or not self.beats_default(t) or t.number in self.twins
+            if (m["kind"] != "probe" or not self.beats_default(t) or t.number in self.twin_of
                     or self.vector(t) == self.vector(parent)):
                 continue
             steps = {n: ["x", 1 / a] if op == "x" else ["+", -a] for n, (op, a) in numeric.items()}
@@ -333,7 +329,7 @@ class Proposer:
                     self.twin_of.get(parent.number, parent.number) in gaining
                     or (parent is self.default and self.owner.shrink_from_default)):
                 continue
-            if started(t) and (self.vector(t) == self.vector(parent) or t.number in self.twins):
+            if started(t) and (self.vector(t) == self.vector(parent) or t.number in self.twin_of):
                 continue  # inert, or back onto a measured point: half of it tells as little
             steps = halved(numeric)
             params = self.moved(self.origin(parent), steps)
