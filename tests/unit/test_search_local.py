@@ -77,6 +77,9 @@ def test_local_moves_start_from_measured_pareto_points_not_refused_ones():
     study.enqueue_trial({"x": 64})
     good = study.ask({"x": optuna.distributions.IntDistribution(1, 1024, log=True)})
     study.tell(good, [10.0, 1.0])
+    # the refused point's own value: away from every move of the measured one (a random
+    # value near a move made that move a near duplicate, and the base sampler proposed)
+    study.enqueue_trial({"x": 512})
     bad = study.ask({"x": optuna.distributions.IntDistribution(1, 1024, log=True)})
     bad.set_constraint("starts", 1.0)
     bad.set_user_attr("outcome", "infeasible")
