@@ -147,6 +147,11 @@ class Proposer:
         return out if out is not None or center is self.default else self.probe_from(center)
 
     @cached_property
+    def by_number(self) -> dict[int, FrozenTrial]:
+        """The measured trials by number (moves name their parent by number)."""
+        return {t.number: t for t in self.done}
+
+    @cached_property
     def front(self) -> list[FrozenTrial]:
         """The Pareto front of the measured trials, the first of any twins only."""
         firsts = [t for t in self.done if t.number not in self.twin_of]
@@ -178,10 +183,9 @@ class Proposer:
     def flat(self) -> dict[str, list[tuple]]:
         """Flat stretches of log-scaled flags: a one-flag probe that measured exactly its
         parent's values, as (low, high, the value it landed on) per flag."""
-        by_number = {t.number: t for t in self.done}
         out: dict[str, list[tuple]] = {}
         for t, m in self.moves:
-            parent = by_number.get(m["parent"])
+            parent = self.by_number.get(m["parent"])
             if (m["kind"] == "probe" and len(m["steps"]) == 1 and started(t)
                     and parent is not None and self.vector(t) == self.vector(parent)):
                 (name, step), = m["steps"].items()
@@ -262,10 +266,9 @@ class Proposer:
     def numeric_moves(self):
         """(trial, its move's numeric steps, its parent, gaining trial numbers), newest first."""
         gaining = self.gaining_numbers
-        by_number = {t.number: t for t in self.done}
         for t, m in reversed(self.moves):
             numeric = {n: s for n, s in m["steps"].items() if s[0] in "x+"}
-            parent = by_number.get(m["parent"])
+            parent = self.by_number.get(m["parent"])
             if numeric and parent is not None:
                 yield t, m, numeric, parent, gaining
 
@@ -373,11 +376,11 @@ class Proposer:
         return None
 
     def beats_default(self, t: FrozenTrial) -> bool:
-        """``t`` measured better than the default on every objective (by ``MARGIN``)."""
+        """``t`` measured better than the default on every objective (beyond
+        ``reference``: the default made ``MARGIN`` worse)."""
         if self.default is None or not started(self.default) or not started(t):
             return False
-        return all(a < b + MARGIN * abs(b) for a, b in zip(self.vector(t),
-                                                            self.vector(self.default)))
+        return all(a < r for a, r in zip(self.vector(t), self.reference))
 
     def vector(self, t: FrozenTrial) -> tuple[float, ...]:
         return tuple(s * v for s, v in zip(self.signs, t.values))
