@@ -9,7 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tuner.loadgen.client import RequestOutput, StreamTimer
-from tuner.loadgen.http1 import _Response
+import h11
+
+from tuner.loadgen.http1 import BadFraming, _Response
 from tuner.loadgen.streams import SSEParser
 
 pytestmark = pytest.mark.unit
@@ -24,12 +26,22 @@ def chunked(*parts: bytes) -> bytes:
             b"Transfer-Encoding: chunked\r\n\r\n" + body + b"0\r\n\r\n")
 
 
+def h11_client() -> h11.Connection:
+    """A client connection that has sent its request, as ``Client.post_stream`` leaves it."""
+    http = h11.Connection(h11.CLIENT)
+    http.send(h11.Request(method="POST", target="/v1/completions",
+                          headers=[("Host", "x"), ("Content-Length", "0")]))
+    http.send(h11.EndOfMessage())
+    return http
+
+
 def read(pieces: list[bytes]) -> tuple[_Response, RequestOutput]:
     loop = asyncio.new_event_loop()
     try:
         out = RequestOutput(start_time=0.0)
         ticks = iter(range(1, 10_000))
-        response = _Response(StreamTimer(out, SSEParser()), lambda: float(next(ticks)),
+        response = _Response(h11_client(), StreamTimer(out, SSEParser()),
+                             lambda: float(next(ticks)),
                              loop.create_future())
         for piece in pieces:
             response.feed(piece)
@@ -71,3 +83,19 @@ def test_a_cut_chunked_stream_is_an_error():
     response, _ = read([raw[:80]])
     response.lost(ConnectionResetError("reset"))
     assert isinstance(response.done.exception(), ConnectionResetError)
+
+
+@pytest.mark.parametrize("raw", [
+    chunked(TOKEN)[:-5] + b"zz\r\n",  # a chunk size that is not hex
+    b"HTTP/1.1 200 OK\r\nContent-Length: 12x\r\n\r\n" + TOKEN,
+], ids=["chunk-size", "content-length"])
+def test_broken_framing_fails_the_response_at_once(raw):
+    response, out = read([raw])
+    assert response.done.done() and isinstance(response.done.exception(), BadFraming)
+    assert not response.keep_alive and not out.success
+
+
+def test_bytes_after_a_length_delimited_body_keep_the_connection_from_reuse():
+    raw = b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(TOKEN + TAIL)
+    response, out = read([raw + TOKEN + TAIL + b"junk"])
+    assert response.done.done() and out.success and not response.keep_alive

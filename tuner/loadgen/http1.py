@@ -3,10 +3,11 @@
 aiohttp wakes the request's task for every read and decodes each HTTP chunk through several
 layers; at tens of thousands of token messages a second that costs more than one core has.
 Here the socket's ``data_received`` callback does everything in place: it takes the arrival
-time, undoes chunked transfer encoding and hands the payload to the same ``StreamTimer`` that
-the aiohttp path uses, so the timing rules are shared; the request's task wakes only once, when
-the response ends. Connections are kept alive and reused. It speaks just what streaming
-servers answer (``Transfer-Encoding: chunked``, ``Content-Length`` or close-delimited bodies).
+time, lets ``h11`` (an HTTP/1.1 state machine that does no I/O) undo the framing and hands the
+read's payload to the same ``StreamTimer`` that the aiohttp path uses, so the timing rules are
+shared; the request's task wakes only once, when the response ends. Connections are kept alive
+and reused. A response whose framing is broken (a bad chunk size or Content-Length) fails its
+request at once with reason ``bad_framing``.
 
 Over plain TCP (http://) on Linux the arrival time is the kernel's: each read is a ``recvmsg``
 with ``SO_TIMESTAMPNS``, which stamps the bytes when they reached the socket. A client busy
@@ -26,9 +27,10 @@ import sys
 import time
 from urllib.parse import urlsplit
 
+import h11
+
 from tuner.loadgen.client import Clock, RequestOutput, StreamTimer, request_headers
 
-MAX_HEAD = 64 * 1024
 MAX_ERROR_BODY = 2048
 READ_SIZE = 256 * 1024
 # SO_TIMESTAMPNS (Linux; the Python socket module does not name it): a struct timespec of
@@ -42,120 +44,87 @@ class HTTPError(Exception):
     """The server answered in a way the client cannot read."""
 
 
-class _Response:
-    """Parses one response as bytes arrive; resolves ``done`` when it has ended."""
+class BadFraming(HTTPError):
+    """The response's HTTP/1.1 framing is broken (a bad chunk size or Content-Length): the
+    request fails at once with reason ``bad_framing``."""
 
-    def __init__(self, timer: StreamTimer, clock: Clock, done: asyncio.Future) -> None:
-        self.timer, self.clock, self.done = timer, clock, done
-        self.head = b""
+
+class _Response:
+    """Reads one response through the connection's ``h11`` state machine as bytes arrive;
+    resolves ``done`` when it has ended. Every body byte of one read reaches the stream
+    timer in one piece, with that read's arrival time."""
+
+    def __init__(self, http: h11.Connection, timer: StreamTimer, clock: Clock,
+                 done: asyncio.Future) -> None:
+        self.http, self.timer, self.clock, self.done = http, timer, clock, done
         self.status = 0
         self.reason = ""
-        self.mode = ""  # "chunked", "length" or "close"
-        self.remaining = 0  # bytes left: body ("length") or current chunk incl. its CRLF
-        self.pending = b""  # unparsed chunk framing
         self.error_body = b""
         self.keep_alive = True
         self.received = False
 
     def feed(self, data: bytes, age: float = 0.0) -> None:
         """``data`` arrived ``age`` seconds ago (the kernel's stamp; 0: just now)."""
-        if self.done.done():  # the last chunk's final CRLF, or bytes after an error
+        if self.done.done():  # bytes after the end or after an error
             return
-        t = self.clock() - age
         self.received = True
-        if not self.status:
-            data = self._head(data)
-            if data is None or self.done.done():
-                return
-        if self.mode == "chunked":
-            payload, ended = self._dechunk(data)
-        elif self.mode == "length":
-            payload = data[: self.remaining]
-            self.remaining -= len(payload)
-            ended = self.remaining == 0
-        else:
-            payload, ended = data, False
-        if payload:
-            if self.status == 200:
-                self.timer.feed(t, payload)
-            elif len(self.error_body) < MAX_ERROR_BODY:
-                self.error_body += payload
-        if ended:
-            self._end()
+        self.http.receive_data(data)
+        self._events(self.clock() - age)
 
     def lost(self, exc: Exception | None) -> None:
         if self.done.done():
             return
-        if self.status and self.mode == "close":
+        if exc is None:  # a clean close ends a close-delimited body, and only that
+            self.http.receive_data(b"")
+            self._events(self.clock(), closed=True)
+            if self.done.done():
+                return
+        self.done.set_exception(exc or ConnectionResetError("server closed the connection"))
+
+    def _events(self, t: float, closed: bool = False) -> None:
+        payload: list[bytes] = []
+        try:
+            while True:
+                event = self.http.next_event()
+                if event is h11.NEED_DATA or event is h11.PAUSED:
+                    break
+                kind = type(event)
+                if kind is h11.Data:
+                    payload.append(event.data)
+                elif kind is h11.Response:
+                    self.status = event.status_code
+                    self.reason = event.reason.decode("latin-1")
+                elif kind is h11.EndOfMessage or kind is h11.ConnectionClosed:
+                    self._body(t, payload)
+                    self._end()
+                    return
+        except h11.RemoteProtocolError as e:
             self.keep_alive = False
-            self._end()
-        else:
-            self.done.set_exception(exc or ConnectionResetError("server closed the connection"))
+            # After the server closed, h11's complaint is a body cut short, not its framing.
+            self.done.set_exception(ConnectionResetError(f"server closed the connection: {e}")
+                                    if closed else BadFraming(f"bad HTTP framing: {e}"))
+            return
+        self._body(t, payload)
+
+    def _body(self, t: float, payload: list[bytes]) -> None:
+        if not payload:
+            return
+        data = b"".join(payload)
+        if self.status == 200:
+            self.timer.feed(t, data)
+        elif len(self.error_body) < MAX_ERROR_BODY:
+            self.error_body += data
 
     def _end(self) -> None:
-        if not self.done.done():
-            if self.status == 200:
-                self.timer.finish(self.clock)
-            self.done.set_result(None)
-
-    def _head(self, data: bytes) -> bytes | None:
-        head = (self.head + data).lstrip(b"\r\n")
-        end = head.find(b"\r\n\r\n")
-        if end < 0:
-            self.head = head
-            if len(head) > MAX_HEAD:
-                self.done.set_exception(HTTPError("response head too large"))
-            return None
-        lines = head[:end].decode("latin-1").split("\r\n")
-        parts = lines[0].split(" ", 2)
-        try:
-            self.status = int(parts[1])
-        except (IndexError, ValueError):
-            self.done.set_exception(HTTPError(f"bad status line {lines[0]!r}"))
-            return None
-        self.reason = parts[2] if len(parts) > 2 else ""
-        headers = {}
-        for line in lines[1:]:
-            name, _, value = line.partition(":")
-            headers[name.strip().lower()] = value.strip().lower()
-        self.keep_alive = headers.get("connection") != "close" and parts[0] == "HTTP/1.1"
-        if "chunked" in headers.get("transfer-encoding", ""):
-            self.mode = "chunked"
-        elif "content-length" in headers:
-            self.mode, self.remaining = "length", int(headers["content-length"])
-            if self.remaining == 0:
-                self._end()
-        else:
-            self.mode, self.keep_alive = "close", False
-        return head[end + 4:]
-
-    def _dechunk(self, data: bytes) -> tuple[bytes, bool]:
-        """Strip chunked framing; returns (payload bytes, whether the last chunk was seen)."""
-        buf = self.pending + data if self.pending else data
-        out, pos, size = [], 0, len(buf)
-        while pos < size:
-            if self.remaining > 2:  # inside a chunk's data
-                take = min(self.remaining - 2, size - pos)
-                out.append(buf[pos:pos + take])
-                pos += take
-                self.remaining -= take
-                continue
-            if self.remaining:  # the CRLF after a chunk's data
-                if size - pos < self.remaining:
-                    break
-                pos += self.remaining
-                self.remaining = 0
-                continue
-            eol = buf.find(b"\r\n", pos)
-            if eol < 0:
-                break
-            length = int(buf[pos:eol].split(b";", 1)[0], 16)
-            if length == 0:  # last chunk; no trailers expected, the rest is ignored
-                self.pending = b""
-                return b"".join(out), True
-            pos, self.remaining = eol + 2, length + 2
-        self.pending = buf[pos:]
-        return b"".join(out), False
+        if self.done.done():
+            return
+        http = self.http
+        # Reused only when both sides finished cleanly and nothing followed the response.
+        self.keep_alive = (http.our_state is h11.DONE and http.their_state is h11.DONE
+                           and not http.trailing_data[0])
+        if self.status == 200:
+            self.timer.finish(self.clock)
+        self.done.set_result(None)
 
 
 class _Connection(asyncio.Protocol):
@@ -163,6 +132,7 @@ class _Connection(asyncio.Protocol):
 
     def __init__(self) -> None:
         self.transport: asyncio.Transport | None = None
+        self.http = h11.Connection(h11.CLIENT)
         self.response: _Response | None = None
         self.closed = False
 
@@ -193,6 +163,7 @@ class _StampedConnection:
 
     def __init__(self, loop: asyncio.AbstractEventLoop, sock: socket.socket) -> None:
         self.loop, self.sock = loop, sock
+        self.http = h11.Connection(h11.CLIENT)
         self.response: _Response | None = None
         self.closed = False
         self.unsent = b""
@@ -295,7 +266,7 @@ class Client:
         self.idle: list[_Connection | _StampedConnection] = []
         self.stamped = KERNEL_STAMPS and self.ssl is None
         fields = {"Host": f"{self.host}:{self.port}", "Accept": "*/*", **request_headers()}
-        self.header_lines = "".join(f"{k}: {v}\r\n" for k, v in fields.items()).encode()
+        self.headers = list(fields.items())
 
     async def close(self) -> None:
         for conn in self.idle:
@@ -317,13 +288,15 @@ class Client:
                           ) -> tuple[int, str, bytes]:
         """POST ``body``; a 200 reply streams into ``timer``. Returns (status, reason, body of
         a non-200 reply). Raises OSError, TimeoutError or HTTPError when no answer came."""
-        head = (b"POST " + (self.prefix + path).encode() + b" HTTP/1.1\r\n" + self.header_lines
-                + b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n")
+        request = h11.Request(method="POST", target=self.prefix + path,
+                              headers=[*self.headers, ("Content-Length", str(len(body)))])
         for attempt in (0, 1):
             conn, reused = await self._connect()
             done = asyncio.get_running_loop().create_future()
-            response = conn.response = _Response(timer, clock, done)
-            conn.write(head + body)
+            response = conn.response = _Response(conn.http, timer, clock, done)
+            http = conn.http
+            conn.write(http.send(request) + http.send(h11.Data(data=body))
+                       + http.send(h11.EndOfMessage()))
             try:
                 await _within(done, self.timeout_s)
             except TimeoutError:
@@ -340,6 +313,7 @@ class Client:
             finally:
                 conn.response = None
             if response.keep_alive and not conn.closed:
+                conn.http.start_next_cycle()
                 self.idle.append(conn)
             else:
                 conn.close()
@@ -359,6 +333,9 @@ async def send_fast(client: Client, path: str, body: bytes, parser, out: Request
             out.error = f"HTTP {status} {reason}: {detail[:300].decode(errors='replace')}"
     except asyncio.CancelledError:
         raise
+    except BadFraming as e:
+        out.fail(e)
+        out.reason = "bad_framing"
     except Exception as e:  # any failure of one request is data, not the run's end
         out.fail(e)
     return out
