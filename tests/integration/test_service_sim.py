@@ -157,11 +157,11 @@ def test_convergence_ends_the_study_within_patience(study_file, tmp_path):
     opened = open_study("conv", url)
     from tuner.results.hypervolume import history, reference_point
     from tuner.results.records import default_baseline
+    from tuner.results.reference import study_rule
 
     records = load_records(opened.study)
     goals = opened.spec.objectives
-    ref, _ = reference_point(default_baseline(records), goals,
-                             [opened.spec.worst_value(o) for o in goals])
+    ref, _ = reference_point(default_baseline(records), goals, study_rule(opened.spec))
     # one worker: it stopped as soon as two trials in a row brought no gain
     assert trials_without_gain(history(records, goals, ref)) == 2
 

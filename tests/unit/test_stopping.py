@@ -41,7 +41,7 @@ def _measured(n, thr, itl, baseline=None, outcome="measured", state="complete"):
                        metrics={"output_throughput": thr, "p99_itl_ms": itl})
 
 
-def test_study_reason_uses_the_default_baseline_as_reference_and_skips_stopped():
+def test_study_reason_scores_the_whole_front_and_skips_stopped():
     spec = study_spec("s")
     spec = spec.model_copy(update={"search": spec.search.model_copy(update={"patience": 2})})
     default = _measured(0, 100.0, 50.0, baseline="default")
@@ -51,3 +51,6 @@ def test_study_reason_uses_the_default_baseline_as_reference_and_skips_stopped()
     assert study_reason(spec, [default, better, worse, stopped], 0.0, 0.0) is None
     assert "not improved for 2" in study_reason(
         spec, [default, better, worse, stopped, _measured(4, 150.0, 45.0)], 0.0, 0.0)
+    # the low-latency end counts: lower ITL for less throughput than the default is a gain
+    assert study_reason(spec, [default, better, worse, _measured(4, 90.0, 20.0)],
+                        0.0, 0.0) is None

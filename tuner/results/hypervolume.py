@@ -1,8 +1,9 @@
 """Hypervolume of the feasible measured trials, and how it grew trial after trial (pure).
 
-The reference point is the default baseline's measurement when there is one (the volume
-then measures how far the search got beyond vLLM's defaults), else the study's worst
-acceptable values. Only points better than the reference on every objective count.
+The reference point spans the trade-off the study's SLOs allow
+(``tuner.results.reference``: the SLO limit or twice the default's p99 ITL, the floor or
+half the default's throughput). Only points better than the reference on every objective
+count.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from collections.abc import Sequence
 
 from tuner.results.pareto import Goal, candidates, minimised, vector
 from tuner.results.records import TrialRecord
+from tuner.results.reference import ReferenceRule
 
 
 def hypervolume(points: Sequence[Sequence[float]], reference: Sequence[float]) -> float:
@@ -54,9 +56,9 @@ def history(records: Sequence[TrialRecord], goals: Sequence[Goal],
 
 
 def reference_point(default: TrialRecord | None, goals: Sequence[Goal],
-                    worst: Sequence[float]) -> tuple[tuple[float, ...], str]:
-    """(reference values, what they are): the default baseline, else the worst values."""
+                    rule: ReferenceRule) -> tuple[tuple[float, ...], str]:
+    """(reference values, what they are) by the study's ``rule`` from its default
+    baseline's measurement (None when it has none)."""
     values = vector(default, goals) if default is not None else None
-    if values is not None:
-        return values, f"the default baseline (trial {default.number})"
-    return tuple(worst), "the study's worst acceptable values (no measured default baseline)"
+    number = default.number if values is not None else None
+    return rule.point(values), rule.label(number)

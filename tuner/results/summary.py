@@ -16,6 +16,7 @@ from tuner.results.effects import FlagEffect, flag_effects
 from tuner.results.flagdiff import changed_flags
 from tuner.results.gains import gains
 from tuner.results.hypervolume import history, reference_point
+from tuner.results.reference import study_rule
 from tuner.results.pareto import pareto_front
 from tuner.results.records import TrialRecord, default_baseline, describe_counts
 from tuner.space import SearchSpace
@@ -92,7 +93,7 @@ def summarise(spec: StudySpec, space: SearchSpace, records: Sequence[TrialRecord
     records = tuple(records)
     goals = spec.objectives
     default = default_baseline(records)
-    ref, ref_label = reference_point(default, goals, [spec.worst_value(o) for o in goals])
+    ref, ref_label = reference_point(default, goals, study_rule(spec))
     front = tuple(row(r, default, spec, space) for r in pareto_front(records, goals))
     return Summary(
         name=spec.name, spec=spec, space=space, records=records, front=front,

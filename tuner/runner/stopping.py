@@ -65,8 +65,8 @@ def reason(deadline: float | None, patience: int | None, history: Sequence[tuple
 
 def study_reason(spec, records, launched_at: float, now: float) -> str | None:
     """``reason`` for a study's spec and its trial records (``tuner.results`` records);
-    pure. The hypervolume's reference is the default baseline's measurement, as in the
-    results; stopped trials are left out."""
+    pure. The hypervolume's reference is the study's (``tuner.results.reference``), as in
+    the results; stopped trials are left out."""
     search = spec.search
     if not search.deadline and not search.patience:
         return None
@@ -74,10 +74,10 @@ def study_reason(spec, records, launched_at: float, now: float) -> str | None:
     if search.patience:
         from tuner.results.hypervolume import history as hv_history, reference_point
         from tuner.results.records import default_baseline
+        from tuner.results.reference import study_rule
 
         kept = [r for r in records if r.outcome != "stopped"]
         goals = spec.objectives
-        ref, _ = reference_point(default_baseline(kept), goals,
-                                 [spec.worst_value(o) for o in goals])
+        ref, _ = reference_point(default_baseline(kept), goals, study_rule(spec))
         history = hv_history(kept, goals, ref)
     return reason(deadline_at(search.deadline, launched_at), search.patience, history, now)

@@ -19,6 +19,7 @@ from tuner import record
 from tuner.results.best import limits_for, pick_best
 from tuner.results.gains import gains
 from tuner.results.hypervolume import history, reference_point
+from tuner.results.reference import study_rule
 from tuner.results.pareto import pareto_front
 from tuner.results.records import TrialRecord, default_baseline, from_frozen
 from tuner.runner.registry import STOP
@@ -117,7 +118,7 @@ def build(spec: StudySpec, trials: Sequence[FrozenTrial], attrs: Mapping[str, An
     records = tuple(sorted((from_frozen(t) for t in trials), key=lambda r: r.number))
     goals = spec.objectives
     default = default_baseline(records)
-    ref, _ = reference_point(default, goals, [spec.worst_value(o) for o in goals])
+    ref, _ = reference_point(default, goals, study_rule(spec))
     hv = [v for _, v in history([r for r in records if r.outcome != record.STOPPED],
                                 goals, ref)]
     workers = tuple(views(attrs, now, interval_s))

@@ -119,9 +119,20 @@ class SLOSection(_Section):
     p99_ttft_ms: float | None = Field(None, gt=0)
     p99_tpot_ms: float | None = Field(None, gt=0)
     p99_e2el_ms: float | None = Field(None, gt=0)
+    # A floor on output tokens/s: the score's reference on the throughput side (points
+    # below it add no hypervolume; tuner/results/reference.py). Without it: half the
+    # default's throughput. Not told to the sampler as a constraint.
+    min_output_throughput: float | None = Field(None, gt=0)
 
     def limits(self) -> dict[str, float]:
-        return {k: v for k, v in self.model_dump().items() if v is not None}
+        """Upper limits by metric (constraints: value <= limit)."""
+        return {k: v for k, v in self.model_dump().items()
+                if v is not None and not k.startswith("min_")}
+
+    def floors(self) -> dict[str, float]:
+        """Lower bounds by metric (``min_output_throughput`` -> output_throughput)."""
+        return {k.removeprefix("min_"): v for k, v in self.model_dump().items()
+                if v is not None and k.startswith("min_")}
 
 
 class RangeOverride(_Section):
