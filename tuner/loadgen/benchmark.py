@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 import aiohttp
 
 from tuner.errors import BenchmarkError
-from tuner.loadgen import prometheus
+from tuner.loadgen import gaps, prometheus
 from tuner.loadgen.arrivals import arrival_times, arrivals_within, share_of, shard
 from tuner.loadgen.client import RequestOutput
 from tuner.loadgen.dispatch import ShardPlan, ShardResult, run_shard
@@ -33,7 +33,10 @@ WARMUP_SEED_OFFSET = 1_000_003
 @dataclass
 class BenchmarkResult:
     """The outcome of one run. ``metrics`` uses vLLM's result-JSON keys; ``valid`` is False
-    (with ``invalid_reason``) when the numbers describe the client rather than the server."""
+    (with ``invalid_reason``) when the numbers describe the client rather than the server
+    (``lag_reason``), or when the run saw too few inter-token gaps to tell vLLM's ITL.
+    ``unobservable`` maps each metric family whose gaps were not seen (``gaps.ITL``,
+    ``gaps.PER_TOKEN``) to why; ``invalid_for`` judges the metrics a study tells."""
 
     metrics: dict[str, float]
     failures: dict[str, int]
@@ -45,6 +48,12 @@ class BenchmarkResult:
     config: dict[str, Any] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
     time_scale: float = 1.0
+    lag_reason: str | None = None
+    unobservable: dict[str, str] = field(default_factory=dict)
+
+    def invalid_for(self, metrics: Iterable[str]) -> str | None:
+        """Why this run cannot tell ``metrics`` (a lagging client, unseen gaps), or None."""
+        return self.lag_reason or gaps.first_unobservable(metrics, self.unobservable)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe: non-finite floats become None."""
@@ -162,7 +171,9 @@ def _result(shards: list[ShardResult], t0: float, workload: WorkloadSpec, load: 
     dur_s = max(end - t0, 1e-9)
     metrics = calculate_metrics(outputs, dur_s, slo)
     client = _client_view(shards, t0, warm)
-    reason = judge(client, load.max_client_lag_ms)
+    lag = judge(client, load.max_client_lag_ms)
+    unseen = gaps.unobservable(metrics, load.min_gap_share)
+    reason = lag or unseen.get(gaps.ITL)
     if metrics["completed"] == 0:
         reason = "no request succeeded: " + ", ".join(sorted(count_failures(outputs)))
     config = {"workload": dataclasses.asdict(workload), "load": dataclasses.asdict(load),
@@ -170,7 +181,7 @@ def _result(shards: list[ShardResult], t0: float, workload: WorkloadSpec, load: 
     errors = [o.error for o in outputs if not o.success][:10]
     return BenchmarkResult(to_simulated_time(metrics, time_scale), count_failures(outputs),
                            server, client, reason is None, reason, noise_estimate(outputs),
-                           config, errors, time_scale)
+                           config, errors, time_scale, lag, unseen)
 
 
 def _client_view(shards: list[ShardResult], t0: float,

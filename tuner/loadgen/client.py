@@ -3,9 +3,22 @@
 Timing follows vLLM's ``endpoint_request_func.py``: TTFT runs from the send to the first
 message that carries a token (non-empty ``choices``); every later token message adds one
 inter-token latency (ITL); the latency (E2EL) ends at the last token message, so a trailing
-usage report or ``[DONE]`` does not lengthen it. Messages that arrive in one network read share
-the read's timestamp (their ITL is 0: they did arrive together). Hence, for every successful
-request, ``latency - ttft == sum(itl)`` up to float rounding.
+usage report or ``[DONE]`` does not lengthen it. Each message is stamped when the read that
+completes it arrived (the kernel's receive stamp on the fast client): messages completed by
+one read share its stamp, so their ITL is 0 (vLLM's client does the same). Such reads are
+counted (``coalesced_reads``). Hence, for every successful request,
+``latency - ttft == sum(itl)`` up to float rounding.
+
+Per token (``itl_per_token``): a message may carry k > 1 tokens (vLLM's ``stream_interval``,
+a server that batches its writes), and a read may complete several messages. Each *arrival*
+(a read that completed token messages) after the first spreads its gap over the tokens it
+brought: k values of gap / k. The tokens of the first arrival are part of the TTFT. So
+``latency - ttft == sum(itl_per_token)`` too, and a coalesced read adds no zero. Tokens per
+message: when the server reports usage on every message (``continuous_usage_stats``), the
+deltas of its ``completion_tokens``; otherwise the first message carries one token (vLLM
+always sends the first token alone) and the rest of the reported ``completion_tokens`` are
+spread evenly over the later messages (exact when every message carries one token, or when
+each carries ``stream_interval`` tokens but the last).
 
 A failed request is data: ``success=False`` with ``reason`` (a short category such as
 ``http_500``, ``ClientPayloadError``, ``stream_error``, ``no_content``) and ``error`` (the
@@ -49,6 +62,10 @@ class RequestOutput:
     chunks: int = 0
     start_time: float = 0.0
     scheduled_time: float = 0.0
+    itl_per_token: list[float] = field(default_factory=list)
+    arrivals: int = 0  # reads that completed at least one token message
+    coalesced_reads: int = 0  # reads that completed more than one
+    multi_token_messages: int = 0
 
     def fail(self, e: BaseException) -> "RequestOutput":
         """Record ``e`` as this request's failure: a failed request is data."""
@@ -66,12 +83,15 @@ class StreamTimer:
     plus ``completion_tokens``, ``prompt_tokens`` and ``error`` (see ``streams``).
     """
 
-    __slots__ = ("out", "parser", "last", "chunks")
+    __slots__ = ("out", "parser", "last", "chunks", "gaps", "messages", "usage")
 
     def __init__(self, out: RequestOutput, parser) -> None:
         self.out, self.parser = out, parser
         self.last = out.start_time
         self.chunks = 0
+        self.gaps: list[float] = []  # per arrival after the first: its gap
+        self.messages: list[int] = []  # per arrival: token messages it completed
+        self.usage: list[int | None] = []  # per arrival: completion_tokens reported so far
 
     def feed(self, t: float, data: bytes) -> None:
         n = self.parser.feed(data)
@@ -81,12 +101,16 @@ class StreamTimer:
     def _mark(self, t: float, n: int) -> None:
         out = self.out
         if self.chunks:
-            out.itl.append(t - self.last)
+            gap = t - self.last
+            out.itl.append(gap)
+            self.gaps.append(gap)
         else:
             out.ttft = t - out.start_time
         if n > 1:  # the other messages of this read arrived together with the first
             out.itl.extend([0.0] * (n - 1))
         self.chunks += n
+        self.messages.append(n)
+        self.usage.append(self.parser.completion_tokens)
         self.last = t
 
     def finish(self, clock: Clock) -> RequestOutput:
@@ -94,6 +118,8 @@ class StreamTimer:
         if n:
             self._mark(clock(), n)
         _finish(self.out, self.parser, self.chunks, self.last - self.out.start_time)
+        if self.out.success:
+            _per_token(self.out, self.gaps, self.messages, self.usage)
         return self.out
 
 
@@ -110,6 +136,45 @@ def _finish(out: RequestOutput, parser, chunks: int, latency: float) -> None:
         out.reason, out.error = "no_content", "the stream carried no token message"
     else:
         out.success = True
+
+
+def _per_token(out: RequestOutput, gaps: list[float], messages: list[int],
+               usage: list[int | None]) -> None:
+    """Fill ``itl_per_token`` and the counts (see the module's docstring)."""
+    tokens = arrival_tokens(messages, usage, out.output_tokens)
+    per_message = message_tokens(messages, usage, out.output_tokens)
+    out.arrivals = len(messages)
+    out.coalesced_reads = sum(1 for m in messages if m > 1)
+    out.multi_token_messages = sum(1 for k in per_message if k > 1)
+    out.itl_per_token = [gap / k for gap, k in zip(gaps, tokens[1:]) if k for _ in range(k)]
+
+
+def arrival_tokens(messages: list[int], usage: list[int | None], total: int) -> list[int]:
+    """Tokens each arrival brought, from the usage reported with it when every arrival has
+    one, else one token for the first message and the rest spread evenly (rounded so that
+    they sum to ``total``) over the later messages."""
+    if usage and all(u is not None for u in usage) and usage[-1] == total:
+        counts = [usage[0]] + [b - a for a, b in zip(usage, usage[1:])]
+        if all(c >= 0 for c in counts):
+            return counts
+    later = sum(messages) - 1
+    if later <= 0:
+        return [total]
+    per, done, seen, out = (total - 1) / later, 0, 0, []
+    for i, m in enumerate(messages):
+        seen += m - (1 if i == 0 else 0)
+        upto = (1 if total else 0) + round(seen * per)
+        out.append(upto - done)
+        done = upto
+    return out
+
+
+def message_tokens(messages: list[int], usage: list[int | None], total: int) -> list[int]:
+    """Tokens per message: an arrival's tokens spread over its messages (see above)."""
+    out = []
+    for m, k in zip(messages, arrival_tokens(messages, usage, total)):
+        out += [k // m + (1 if j < k % m else 0) for j in range(m)]
+    return out
 
 
 async def consume(stream: AsyncIterable[bytes], parser, clock: Clock, out: RequestOutput) -> None:

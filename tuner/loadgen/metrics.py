@@ -2,7 +2,9 @@
 
 For each successful request: output tokens = the server's ``completion_tokens`` (else the
 number of token messages), TPOT = (E2EL - TTFT) / (output tokens - 1) when output tokens > 1,
-ITLs pooled over all requests. Statistics are numpy's mean, median, std and ``percentile``
+ITLs (one per token message) pooled over all requests. Beside vLLM's: ``*_itl_per_token_ms``
+(each arrival's gap divided among its tokens, see ``client``) and the gap counts of ``gaps``
+(messages, tokens, multi-token messages, zero gaps, the shares of gaps observed). Statistics are numpy's mean, median, std and ``percentile``
 (linear interpolation); an empty list counts as ``[0]``, as vLLM. Throughputs divide by the
 run's duration. Keys match vLLM's result JSON where one exists.
 """
@@ -15,6 +17,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from tuner.loadgen.client import RequestOutput
+from tuner.loadgen.gaps import gap_counts
 from tuner.loadgen.spec import SLO
 
 PERCENTILES = (90, 99)
@@ -31,6 +34,7 @@ def calculate_metrics(outputs: Sequence[RequestOutput], dur_s: float,
     e2els = [o.latency for o in ok]
     tpots = [tpot(o) for o in ok if (o.output_tokens or 1) > 1]
     itls = [x for o in ok for x in o.itl]
+    per_token = [x for o in ok for x in o.itl_per_token]
     total_in, total_out = sum(o.prompt_len for o in ok), sum(out_lens)
     good = sum(1 for o in ok if meets_slo(o, slo)) if slo and not slo.empty else len(ok)
     m: dict[str, float] = {
@@ -45,8 +49,10 @@ def calculate_metrics(outputs: Sequence[RequestOutput], dur_s: float,
         "goodput": good / dur_s,
         "request_goodput": good / dur_s,
     }
-    for name, values in (("ttft", ttfts), ("tpot", tpots), ("itl", itls), ("e2el", e2els)):
+    for name, values in (("ttft", ttfts), ("tpot", tpots), ("itl", itls), ("e2el", e2els),
+                         ("itl_per_token", per_token)):
         m.update(summarize(name, values))
+    m.update(gap_counts(outputs))
     if slo and not slo.empty:
         m["slo_met"] = float(run_meets_slo(m, slo))
     return m

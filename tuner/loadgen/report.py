@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from tuner.loadgen import gaps
 from tuner.loadgen.benchmark import BenchmarkResult
 
 WIDTH = 50
@@ -39,8 +40,15 @@ def format_summary(result: BenchmarkResult) -> str:
     for key, name, header in (("ttft", "TTFT", "Time to First Token"),
                               ("tpot", "TPOT", "Time per Output Token (excl. 1st token)"),
                               ("itl", "ITL", "Inter-token Latency"),
+                              ("itl_per_token", "ITL/token", "Inter-token Latency per Token"),
                               ("e2el", "E2EL", "End-to-end Latency")):
+        if f"mean_{key}_ms" not in m:
+            continue
         lines.append(_title(header))
+        unseen = gaps.first_unobservable([f"p99_{key}_ms"], result.unobservable)
+        if unseen:  # a figure of 0 here would be read as a fast server
+            lines.append(_row(f"{name}:", "NOT OBSERVED (see below)"))
+            continue
         lines += [_row(f"Mean {name} (ms):", m[f"mean_{key}_ms"]),
                   _row(f"Median {name} (ms):", m[f"median_{key}_ms"]),
                   _row(f"P90 {name} (ms):", m[f"p90_{key}_ms"]),
@@ -63,6 +71,16 @@ def _sections(result: BenchmarkResult) -> list[str]:
             lines.append(_row(f"{key.replace('_', ' ').capitalize()}:", int(result.server[key])))
     if "kv_cache_usage_peak" in result.server:
         lines.append(_row("Peak KV-cache usage (%):", 100 * result.server["kv_cache_usage_peak"]))
+    m = result.metrics
+    if "messages" in m:
+        lines.append(_title("Stream"))
+        lines += [_row("Token messages:", int(m["messages"])),
+                  _row("Multi-token messages:", int(m["multi_token_messages"])),
+                  _row("Zero gaps (coalesced reads):",
+                       f"{int(m['zero_gaps'])} ({int(m['coalesced_reads'])})"),
+                  _row("Gaps observed (%):", 100 * m["itl_gap_share"]),
+                  _row("Message gaps observed (%):", 100 * m["token_gap_share"])]
+        lines += [_row("Not observed:", why) for why in result.unobservable.values()]
     c = result.client
     lines.append(_title("Client"))
     lines += [_row("Send lag p99 (ms):", c.get("send_lag_p99_ms", 0.0)),

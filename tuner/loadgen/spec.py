@@ -71,7 +71,9 @@ class LoadSpec:
     rate draws gaps from a gamma distribution of shape ``burstiness`` (1 = Poisson), as vLLM.
     The run ends after ``num_requests`` or, when ``duration_s`` is set, when no new request
     may start (requests in flight finish and count). ``warmup_requests`` are sent first and
-    not counted. A run whose client lag p99 exceeds ``max_client_lag_ms`` is marked invalid.
+    not counted. A run whose client lag p99 exceeds ``max_client_lag_ms`` is marked invalid;
+    one that saw less than ``min_gap_share`` of the inter-token gaps cannot tell an ITL (see
+    ``gaps``).
     ``http_client`` "fast" (``http1``, the default) or "aiohttp" carries the requests; both
     feed the same streaming loop. ``text_prompts`` sends completions prompts as words instead
     of token ids (for servers that take no ids; the input length becomes approximate).
@@ -87,6 +89,7 @@ class LoadSpec:
     ignore_eos: bool = True
     client_processes: int = 1
     max_client_lag_ms: float = 5.0
+    min_gap_share: float = 0.9
     request_timeout_s: float = 6 * 3600.0
     metrics_poll_s: float = 0.5
     http_client: str = "fast"
@@ -109,6 +112,8 @@ class LoadSpec:
             raise UsageError("a duration with no request rate needs max_concurrency")
         if self.http_client not in ("fast", "aiohttp"):
             raise UsageError(f"http_client {self.http_client!r} unknown: use fast or aiohttp")
+        if not 0.0 <= self.min_gap_share <= 1.0:
+            raise UsageError(f"min_gap_share {self.min_gap_share} must be in [0, 1]")
         if self.warmup_requests < 0 or self.client_processes < 1:
             raise UsageError("warmup_requests must be >= 0 and client_processes >= 1")
 

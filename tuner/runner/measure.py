@@ -62,7 +62,13 @@ def load_of(spec: StudySpec) -> LoadSpec:
     return LoadSpec(max_concurrency=w.max_concurrency, request_rate=w.request_rate,
                     burstiness=w.burstiness, num_requests=w.num_requests,
                     warmup_requests=w.warmup_requests, endpoint=w.endpoint,
-                    max_client_lag_ms=w.max_client_lag_ms, client_processes=w.client_processes)
+                    max_client_lag_ms=w.max_client_lag_ms, client_processes=w.client_processes,
+                    min_gap_share=w.min_gap_share)
+
+
+def told_metrics(spec: StudySpec) -> list[str]:
+    """The metrics a trial tells the study: its objectives, then its SLOs."""
+    return [o.metric for o in spec.objectives] + list(spec.slo.limits())
 
 
 def slo_of(spec: StudySpec) -> SLO:
@@ -165,11 +171,14 @@ def _benchmark(spec: StudySpec, server: Server, attrs: dict, phases: dict,
     try:
         for _ in range(1 + INVALID_RETRIES):
             result = asyncio.run(_watched_benchmark(server, spec, phase))
-            if result.valid or not result.metrics.get("completed"):
+            invalid = result.invalid_for(told_metrics(spec))
+            if invalid is None or not result.metrics.get("completed"):
                 break
+            if not (result.lag_reason or result.metrics.get("coalesced_reads")):
+                break  # the server's own batching: another run would see the same
             # The client, not the server, was measured: the server is still up, so run the
             # benchmark again rather than spend a trial.
-            rejected.append(str(result.invalid_reason))
+            rejected.append(invalid)
             phase("benchmark again")
     except ServerDied as e:
         phases["benchmark"] = time.monotonic() - start
@@ -191,8 +200,8 @@ def _benchmark(spec: StudySpec, server: Server, attrs: dict, phases: dict,
         reasons = ", ".join(f"{k} x{v}" for k, v in result.failures.items()) or "none completed"
         return record.failed(_failure("benchmark-failed", f"no request completed: {reasons}",
                                       server), {**attrs, "metrics": metrics})
-    if not result.valid:
-        return record.failed({"class": "invalid-measurement", "message": result.invalid_reason},
+    if invalid is not None:  # never told: a p99 ITL of 0 would win the latency objective
+        return record.failed({"class": "invalid-measurement", "message": invalid},
                              {**attrs, "metrics": metrics})
     missing = [o.metric for o in spec.objectives if o.metric not in metrics]
     if missing:

@@ -64,6 +64,9 @@ class WorkloadSection(_Section):
     # A run whose client lagged more than this (p99, ms) measured the client, not the
     # server: it is recorded as an invalid measurement.
     max_client_lag_ms: float = Field(5.0, gt=0)
+    # A run that saw less than this share of the inter-token gaps (tokens batched in one
+    # message, reads that found several messages) cannot tell an ITL: refused (loadgen/gaps.py).
+    min_gap_share: float = Field(0.9, ge=0.0, le=1.0)
     client_processes: int = Field(1, ge=1)
 
     @model_validator(mode="after")
@@ -89,6 +92,10 @@ class WorkloadSection(_Section):
 METRICS = ("output_throughput", "request_throughput", "total_token_throughput", "goodput",
            "mean_ttft_ms", "median_ttft_ms", "p90_ttft_ms", "p99_ttft_ms",
            "mean_itl_ms", "median_itl_ms", "p90_itl_ms", "p99_itl_ms",
+           # Each arrival's gap divided among its tokens (tuner/loadgen/client.py): the ITL
+           # to choose when the server sends several tokens a message (stream_interval > 1).
+           "mean_itl_per_token_ms", "median_itl_per_token_ms", "p90_itl_per_token_ms",
+           "p99_itl_per_token_ms",
            "mean_tpot_ms", "median_tpot_ms", "p90_tpot_ms", "p99_tpot_ms",
            "mean_e2el_ms", "median_e2el_ms", "p90_e2el_ms", "p99_e2el_ms")
 

@@ -5,7 +5,9 @@ It serves ``/v1/completions``, ``/v1/chat/completions`` (OpenAI server-sent even
 ``/metrics`` (the Prometheus names vLLM exports) and ``/health``. Every request gets its first
 token ``ttft_ms`` after it arrives and then one token every ``itl_ms`` (a list is cycled), on
 absolute deadlines so timer error does not accumulate; it streams exactly ``max_tokens``
-tokens. Every ``fail_every``-th request answers HTTP 500, every ``abort_every``-th has its
+tokens. With ``stream_interval`` k > 1 a message carries k tokens (the first token alone, the
+last message what is left), as vLLM's ``--stream-interval``; 0 sends the whole reply in one
+message. Every ``fail_every``-th request answers HTTP 500, every ``abort_every``-th has its
 connection cut halfway, every ``error_every``-th sends an error message halfway (as vLLM does
 when the engine fails mid-stream). Every ``preempt_every``-th request counts a preemption.
 ``/metrics`` also reports how late the server itself wrote tokens (``fake:token_lateness_*``):
@@ -50,6 +52,7 @@ class FakeScript:
     model: str = "fake-model"
     kv_capacity_tokens: int = 1_000_000
     generate_sep: str = "\0"
+    stream_interval: int = 1
 
     def to_argv(self) -> list[str]:
         argv = ["--ttft-ms", str(self.ttft_ms), "--itl-ms", ",".join(map(str, self.itl_ms)),
@@ -57,7 +60,8 @@ class FakeScript:
                 "--error-every", str(self.error_every), "--preempt-every",
                 str(self.preempt_every), "--model", self.model,
                 "--kv-capacity-tokens", str(self.kv_capacity_tokens),
-                "--generate-sep", "nul" if self.generate_sep == "\0" else "newline"]
+                "--generate-sep", "nul" if self.generate_sep == "\0" else "newline",
+                "--stream-interval", str(self.stream_interval)]
         return argv + ([] if self.metrics else ["--no-metrics"])
 
 
@@ -105,14 +109,14 @@ class _State:
                                  ("num_requests_running", "gauge", float(self.running))))
 
 
-def _token_frame(kind: str, model: str) -> bytes:
-    """The bytes of one token message, as vLLM writes them (compact JSON)."""
+def _token_frame(kind: str, model: str, tokens: int = 1) -> bytes:
+    """The bytes of one message of ``tokens`` tokens, as vLLM writes them (compact JSON)."""
     if kind == "chat":
-        choice = {"index": 0, "delta": {"content": " tok"}, "logprobs": None,
+        choice = {"index": 0, "delta": {"content": " tok" * tokens}, "logprobs": None,
                   "finish_reason": None}
         obj = "chat.completion.chunk"
     else:
-        choice = {"index": 0, "text": " tok", "logprobs": None, "finish_reason": None,
+        choice = {"index": 0, "text": " tok" * tokens, "logprobs": None, "finish_reason": None,
                   "stop_reason": None}
         obj = "text_completion"
     token = {"id": "x", "object": obj, "created": 0, "model": model, "choices": [choice],
@@ -170,7 +174,8 @@ async def _tokens(request: web.Request, resp: web.StreamResponse, kind: str, ind
     itl = [x / 1000.0 for x in script.itl_ms]
     due = arrived + script.ttft_ms / 1000.0
     text = ""
-    added = 0
+    added = pending = 0
+    every = script.stream_interval
     try:
         for k in range(n):
             if k:
@@ -185,15 +190,20 @@ async def _tokens(request: web.Request, resp: web.StreamResponse, kind: str, ind
                 await resp.write(_ERROR)
                 await resp.write_eof()
                 return k
-            if kind == "generate":
-                text += " tok"
-                await resp.write(json.dumps({"text": [text]}).encode() + sep)
-            elif k == 0 and kind == "chat":  # vLLM sends the role first, then the token
-                await resp.write(_ROLE + token)
-            else:
-                await resp.write(token)
             state.kv_tokens += 1
             added += 1
+            pending += 1
+            text += " tok"
+            if not (k == n - 1 or every and (k == 0 or pending >= every)):
+                continue
+            frame = token if pending == 1 else _token_frame(kind, script.model, pending)
+            if kind == "generate":
+                await resp.write(json.dumps({"text": [text]}).encode() + sep)
+            elif k + 1 == pending and kind == "chat":  # vLLM sends the role first
+                await resp.write(_ROLE + frame)
+            else:
+                await resp.write(frame)
+            pending = 0
         return n
     finally:
         state.kv_tokens -= added
@@ -241,10 +251,16 @@ def _parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, FakeScript]
     p.add_argument("--kv-capacity-tokens", type=int, default=1_000_000)
     p.add_argument("--generate-sep", choices=("nul", "newline"), default="nul")
     p.add_argument("--no-metrics", action="store_true")
-    a = p.parse_args(argv)
+    p.add_argument("--stream-interval", type=int, default=1)
+    # As `vllm serve` is started (tuner/runner/engine.py): it serves the served name and
+    # ignores the engine flags, so a study can run it through the runner.
+    p.add_argument("--served-model-name")
+    a, _ = p.parse_known_args(argv)
+    a.model = a.served_model_name or a.model
     script = FakeScript(a.ttft_ms, tuple(float(x) for x in a.itl_ms.split(",")), a.fail_every,
                         a.abort_every, a.error_every, a.preempt_every, not a.no_metrics,
-                        a.model, a.kv_capacity_tokens, "\0" if a.generate_sep == "nul" else "\n")
+                        a.model, a.kv_capacity_tokens, "\0" if a.generate_sep == "nul" else "\n",
+                        a.stream_interval)
     return a, script
 
 

@@ -1,0 +1,98 @@
+"""A server that puts several tokens in one message, or the whole reply in one: `tuner bench`
+says so and the runner refuses to tell an ITL it could not see (the fake server on loopback,
+real sockets; the runner starts it as it starts `vllm serve`)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tuner import record
+from tuner.loadgen import LoadSpec, WorkloadSpec, gaps, run_benchmark
+from tuner.runner.measure import Slot, measure
+from tuner.study.spec import (EngineSection, ModelSection, Objective, StudySpec,
+                              WorkloadSection)
+from tuner.testing.fake_server import FakeScript, FakeServer
+
+pytestmark = pytest.mark.integration
+
+REQUESTS = 12
+
+
+def bench(url: str):
+    load = LoadSpec(max_concurrency=4, num_requests=REQUESTS, warmup_requests=0,
+                    max_client_lag_ms=1000.0)
+    return asyncio.run(run_benchmark(url, "fake-model", WorkloadSpec(input_len=16, output_len=8,
+                                                                     vocab_size=1000), load))
+
+
+def test_bench_reports_a_reply_in_one_message_and_no_valid_itl(tmp_path):
+    with FakeServer(FakeScript(ttft_ms=5, itl_ms=(2,), stream_interval=0)) as s:
+        out = tmp_path / "r.json"
+        p = subprocess.run([sys.executable, "-m", "tuner", "bench", "--url", s.url,
+                            "--num-requests", str(REQUESTS), "--input-len", "16",
+                            "--output-len", "8", "--vocab-size", "1000", "--max-concurrency",
+                            "4", "--json", str(out)], capture_output=True, text=True,
+                           timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert "ITL:" in p.stdout and "NOT OBSERVED" in p.stdout
+    assert "replies came in one message" in p.stdout
+    assert "not valid" in p.stderr and "ITL not observable" in p.stderr
+    result = json.loads(out.read_text())
+    assert result["valid"] is False and "ITL not observable" in result["invalid_reason"]
+    assert set(result["unobservable"]) == {gaps.ITL, gaps.PER_TOKEN}
+    m = result["metrics"]
+    assert (m["messages"], m["tokens"], m["observed_gaps"]) == (REQUESTS, 8 * REQUESTS, 0)
+
+
+def test_k_tokens_a_message_leave_vllms_itl_unobservable_but_not_the_per_token_one():
+    with FakeServer(FakeScript(ttft_ms=5, itl_ms=(2,), stream_interval=4)) as s:
+        r = bench(s.url)
+    m = r.metrics
+    # 8 tokens: the first alone, then 4, then the 3 left when the reply ends.
+    assert (m["messages"], m["tokens"]) == (3 * REQUESTS, 8 * REQUESTS)
+    assert m["multi_token_messages"] >= REQUESTS
+    assert not r.valid and gaps.ITL in r.unobservable
+    assert "carried several tokens" in r.unobservable[gaps.ITL]
+    assert r.invalid_for(["output_throughput", "p99_itl_per_token_ms"]) is None
+    assert r.invalid_for(["p99_itl_ms"]).startswith("p99_itl_ms: ITL not observable")
+    assert m["p99_itl_per_token_ms"] > 0
+
+
+def _study(tmp_path: Path, stream_interval: int, itl_metric: str) -> StudySpec:
+    command = [sys.executable, "-m", "tuner.testing.fake_server", "--ttft-ms", "5",
+               "--itl-ms", "2", "--stream-interval", str(stream_interval)]
+    return StudySpec(
+        name="si", model=ModelSection(path=str(tmp_path / "m"), served_name="fake-model",
+                                      vocab_size=1000, context_len=4096),
+        workload=WorkloadSection(input_len=16, output_len=8, max_concurrency=4,
+                                 num_requests=REQUESTS, warmup_requests=0,
+                                 max_client_lag_ms=1000.0),
+        objectives=[Objective(metric="output_throughput", direction="maximize"),
+                    Objective(metric=itl_metric, direction="minimize")],
+        engine=EngineSection(command=command, extra_args=[], start_timeout_s=30))
+
+
+def _measure(spec: StudySpec, tmp_path: Path) -> record.Told:
+    slot = Slot(gpus=(), logs=tmp_path, worker="w", host="h")
+    return measure(spec, {}, {}, 0, slot, {}, lambda _phase: None)
+
+
+def test_the_runner_refuses_an_itl_it_could_not_see(tmp_path):
+    told = _measure(_study(tmp_path, 0, "p99_itl_ms"), tmp_path)
+    assert told.state == "fail" and told.attrs["outcome"] == record.FAILED
+    failure = told.attrs["failure"]
+    assert failure["class"] == "invalid-measurement"
+    assert failure["message"].startswith("p99_itl_ms: ITL not observable")
+    assert "rejected_runs" not in told.attrs  # the server's batching: no second run
+
+
+def test_the_runner_tells_the_per_token_itl_of_a_batching_server(tmp_path):
+    told = _measure(_study(tmp_path, 4, "p99_itl_per_token_ms"), tmp_path)
+    assert told.state == "complete" and told.attrs["outcome"] == record.MEASURED
+    assert told.values[1] > 0 and told.attrs["metrics"]["multi_token_messages"] > 0
