@@ -15,7 +15,8 @@ from optuna.distributions import (BaseDistribution, CategoricalDistribution,
                                   FloatDistribution, IntDistribution)
 
 from tuner.space.defaults import vllm_defaults
-from tuner.space.params import CATALOGUE, Param, param
+from tuner.space.check import check_fixed, check_names, check_override
+from tuner.space.params import CATALOGUE, Param
 from tuner.space.rules import Context, RuleSet, rule_set
 
 if TYPE_CHECKING:  # the study package imports this one
@@ -76,22 +77,10 @@ def to_distribution(p: Param) -> BaseDistribution:
     return CategoricalDistribution(p.choices)
 
 
-def _fits_type(p: Param, value: Any) -> bool:
-    """A fixed value may lie outside the catalogue's range but must have its type."""
-    if p.kind == "bool":
-        return isinstance(value, bool)
-    if p.kind == "choice":
-        return any(type(value) is type(c) for c in p.choices)
-    if p.kind == "int":
-        return isinstance(value, int) and not isinstance(value, bool)
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
 def _narrow(p: Param, override: Any) -> Param:
+    check_override(p, override)
     changes: dict[str, Any] = {}
     if override.choices is not None:
-        if p.kind not in ("choice", "bool"):
-            raise ValueError(f"'{p.name}' takes low/high, not choices")
         changes["choices"] = tuple(override.choices)
     for key in ("low", "high", "log"):
         value = getattr(override, key)
@@ -114,13 +103,13 @@ def build_space(spec: StudySpec) -> SearchSpace:
                   num_attention_heads=int(model.num_attention_heads or 0))
     defaults = vllm_defaults(ctx.model_max_len, hw.memory_gib, hw.gpu,
                              model.tensor_parallel_size)
+    check_names(sp.fixed, sp.ranges, sp.exclude)
     fixed: dict[str, Any] = {}
     params: list[Param] = []
     for p in CATALOGUE:
         if p.name in sp.fixed:
             value = sp.fixed[p.name]
-            if not _fits_type(p, value):
-                raise ValueError(f"space.fixed.{p.name}: {value!r} is not a {p.kind} value")
+            check_fixed(p, value)
             fixed[p.name] = value
             continue
         if p.name in sp.exclude:
@@ -143,7 +132,9 @@ def build_space(spec: StudySpec) -> SearchSpace:
             fixed[p.name] = p.low if p.kind == "float" else int(p.low)
             continue
         params.append(p)
-    unknown = set(sp.fixed) | set(sp.ranges) | set(sp.exclude)
-    for name in unknown:
-        param(name)  # KeyError names the known parameters
+    for p in params:
+        try:
+            to_distribution(p)
+        except ValueError as e:  # e.g. a log scale over a range that reaches 0
+            raise ValueError(f"space.ranges.{p.name}: {e}") from e
     return SearchSpace(tuple(params), fixed, defaults, ctx, rule_set(sp.rules))

@@ -13,6 +13,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from tuner.errors import StudyFileError
+from tuner.space import build_space
 from tuner.study.spec import StudySpec
 
 if sys.version_info >= (3, 11):
@@ -88,7 +89,16 @@ def load_study_file(path: str | Path) -> StudySpec:
             f"{path}: key 'workload': the longest request needs "
             f"{spec.workload.longest_request} tokens but the model's context is "
             f"{spec.model.context_len}; shorten input_len/output_len")
+    _check_space(spec, path)
     return spec
+
+
+def _check_space(spec: StudySpec, path: Path) -> None:
+    """The effective space can be built: every [space] value checked against the catalogue."""
+    try:
+        build_space(spec)
+    except (ValueError, KeyError) as e:
+        raise StudyFileError(f"{path}: {e.args[0]}") from e
 
 
 def spec_from_json(data: dict[str, Any]) -> StudySpec:

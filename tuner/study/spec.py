@@ -10,7 +10,8 @@ from __future__ import annotations
 import math
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (BaseModel, ConfigDict, Field, ValidationInfo, field_validator,
+                      model_validator)
 
 
 class _Section(BaseModel):
@@ -30,17 +31,29 @@ class ModelSection(_Section):
     vocab_size: int | None = Field(None, ge=16)
 
 
+# Memory (GiB) of the GPUs we know by name; any other needs hardware.gpu_memory_gib.
+GPU_MEMORY_GIB = {"h200": 139.8, "h100": 79.6, "a100-80g": 79.2, "l4": 22.0, "cpu": 0.0}
+
+
 class HardwareSection(_Section):
     """Where the study runs: the GPU model (for vLLM's defaults and the simulator)."""
 
+    # gpu_memory_gib comes first: the check of gpu reads it.
+    gpu_memory_gib: float | None = Field(None, gt=0, le=4096)
     gpu: str = "h200"
-    gpu_memory_gib: float | None = Field(None, gt=0)
     gpus: list[int] = Field(default_factory=lambda: [0])
+
+    @field_validator("gpu")
+    @classmethod
+    def _known_gpu(cls, v: str, info: ValidationInfo) -> str:
+        if info.data.get("gpu_memory_gib") is None and v.lower() not in GPU_MEMORY_GIB:
+            raise ValueError(f"unknown GPU {v!r}; known: {', '.join(GPU_MEMORY_GIB)}; "
+                             "or give hardware.gpu_memory_gib for another GPU")
+        return v
 
     @property
     def memory_gib(self) -> float:
-        known = {"h200": 139.8, "h100": 79.6, "a100-80g": 79.2, "l4": 22.0, "cpu": 0.0}
-        return self.gpu_memory_gib or known.get(self.gpu.lower(), 80.0)
+        return self.gpu_memory_gib or GPU_MEMORY_GIB[self.gpu.lower()]
 
 
 class WorkloadSection(_Section):
