@@ -16,35 +16,8 @@ import urllib.request
 
 from tuner.cli.results import load_summary
 from tuner.testing.studies import make_study
+from tuner.testing.api_procs import api_process
 from tuner.testing.worker_procs import start_worker
-
-
-@contextlib.contextmanager
-def api_process(url: str, log, token: str | None = None, timeout_s: float = 90.0):
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    env = {k: v for k, v in os.environ.items() if k != "TUNER_API_TOKEN"}
-    if token:
-        env["TUNER_API_TOKEN"] = token
-    with open(log, "wb") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "tuner", "api", "--storage", url,
-                                 "--port", str(port)], stdout=out, stderr=out, env=env)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + timeout_s
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                assert proc.poll() is None, log.read_text()
-                assert time.monotonic() < deadline, log.read_text()
-                time.sleep(0.3)
-        yield base
-    finally:
-        proc.terminate()
-        proc.wait(15)
 
 
 def get(url: str, token: str | None = None) -> tuple[int, str, str]:

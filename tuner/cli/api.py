@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import sys
 from pathlib import Path
@@ -49,7 +50,12 @@ def _run(args: argparse.Namespace) -> int:
     url = resolve_url(args.storage)
     app = make_app(url, token)
     auth = "bearer token required" if token else "no token"
-    print(f"tuner api on http://{args.host}:{args.port} over {mask(url)} (read-only, {auth})",
-          file=sys.stderr, flush=True)
-    web.run_app(app, host=args.host, port=args.port, print=None, access_log=None)
+    banner = f"tuner api on http://{args.host}:{args.port} over {mask(url)} (read-only, {auth})"
+    try:  # aiohttp prints once it listens: the banner then, never before a failed bind
+        web.run_app(app, host=args.host, port=args.port, access_log=None,
+                    print=lambda _: print(banner, file=sys.stderr, flush=True))
+    except OSError as e:
+        why = "is in use" if e.errno == errno.EADDRINUSE else f"cannot be used ({e.strerror})"
+        raise UsageError(f"port {args.port} on {args.host} {why}; choose another --port") \
+            from e
     return 0

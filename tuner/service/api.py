@@ -31,6 +31,7 @@ from tuner.results.answer import best_answer
 from tuner.space import build_space
 from tuner.study import open_storage
 from tuner.study.load import spec_from_json
+from tuner.study.spec import is_study_name
 from tuner.study.store import SPEC
 
 READER = web.AppKey("reader", object)
@@ -58,6 +59,8 @@ class Reader:
         self._specs: dict[str, Any] = {}
 
     def _load(self, name: str) -> tuple[optuna.Study, Any, Any]:
+        if not is_study_name(name):  # a NUL, a slash: no study has such a name
+            raise StudyMissing(f"no study {name!r}")
         try:
             study = optuna.load_study(study_name=name, storage=self.storage)
         except KeyError:

@@ -54,7 +54,11 @@ def _with_model_facts(spec: StudySpec, path: Path) -> StudySpec:
     folder = Path(model.path)
     if not folder.is_absolute():
         folder = (path.parent / folder).resolve()
-    cfg = read_model_config(folder)
+    try:
+        cfg = read_model_config(folder)
+    except (ValueError, OSError) as e:  # JSON and UTF-8 errors are ValueErrors
+        raise StudyFileError(f"{path}: key 'model.path': {folder}/config.json is not "
+                             f"readable JSON: {str(e).splitlines()[0]}") from e
     update: dict[str, Any] = {"path": str(folder)}
     for field, key in (("context_len", "max_position_embeddings"),
                        ("num_attention_heads", "num_attention_heads"),
@@ -69,13 +73,34 @@ def _with_model_facts(spec: StudySpec, path: Path) -> StudySpec:
     return spec.model_copy(update={"model": model})
 
 
+MAX_FILE_BYTES = 1_000_000  # a study file is a page of TOML; more is a mistake
+
+
+def _read_text(path: Path) -> str:
+    """The file's text; StudyFileError for a missing, huge, binary or non-file path."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read(MAX_FILE_BYTES + 1)
+    except FileNotFoundError:
+        raise StudyFileError(f"{path}: no such study file") from None
+    except IsADirectoryError:
+        raise StudyFileError(f"{path}: is a directory; give a study file (.toml)") from None
+    except OSError as e:
+        raise StudyFileError(f"{path}: cannot read it: {e.strerror}") from e
+    if len(data) > MAX_FILE_BYTES:
+        raise StudyFileError(f"{path}: larger than 1 MB; a study file is a short TOML file")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise StudyFileError(f"{path}: not a text file (UTF-8 TOML expected; byte "
+                             f"{e.start} is 0x{data[e.start]:02x})") from None
+
+
 def load_study_file(path: str | Path) -> StudySpec:
     """Read and validate a study file; raise ``StudyFileError`` naming the key at fault."""
     path = Path(path)
     try:
-        raw = tomllib.loads(path.read_text())
-    except FileNotFoundError:
-        raise StudyFileError(f"{path}: no such study file") from None
+        raw = tomllib.loads(_read_text(path))
     except tomllib.TOMLDecodeError as e:
         raise StudyFileError(f"{path}: not valid TOML: {e}") from e
     raw.setdefault("name", path.stem)

@@ -8,6 +8,7 @@ storage URL. Loading and error messages live in ``load.py``.
 from __future__ import annotations
 
 import math
+import re
 from typing import Any, Literal
 
 from pydantic import (BaseModel, ConfigDict, Field, ValidationInfo, field_validator,
@@ -217,10 +218,18 @@ class EngineSection(_Section):
     time_scale: float = Field(1.0, gt=0)
 
 
+# A study name is also a folder name under $TUNER_HOME/studies: no '/', no leading '.'.
+STUDY_NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
+
+
+def is_study_name(name: str) -> bool:
+    return re.fullmatch(STUDY_NAME, name) is not None
+
+
 class StudySpec(_Section):
     """A whole study file, validated."""
 
-    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+    name: str = Field(pattern=STUDY_NAME)
     description: str = ""
     model: ModelSection
     hardware: HardwareSection = HardwareSection()

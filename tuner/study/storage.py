@@ -9,6 +9,7 @@ which keeps passwords off command lines. A password is never printed: use ``mask
 from __future__ import annotations
 
 import os
+import re
 import warnings
 from pathlib import Path
 
@@ -16,7 +17,7 @@ import optuna
 import sqlalchemy.exc
 from sqlalchemy.engine import make_url
 
-from tuner.errors import StorageError, UsageError
+from tuner.errors import StorageError, StudyNotFoundError, UsageError
 
 # A worker beats every HEARTBEAT_S; a running trial whose last beat is older than GRACE_S
 # (one and a half intervals) is failed by the next worker that looks, so a dead worker's
@@ -44,20 +45,38 @@ def resolve_url(arg: str | None = None) -> str:
     value = value or default_url()
     try:
         url = make_url(value)
-    except sqlalchemy.exc.ArgumentError as e:
-        raise UsageError(f"not a storage URL: {mask(value)!r}; expected e.g. "
+        port = url.port  # the port is parsed lazily, and a bad one is a ValueError
+    except (sqlalchemy.exc.ArgumentError, ValueError) as e:
+        raise UsageError(f"not a storage URL: {mask(value)!r} ({_reason(e)}); expected e.g. "
                          "sqlite:///path/tuner.db or postgresql+psycopg://user@host/db") from e
+    if port is not None and not 0 < port < 65536:
+        raise UsageError(f"storage URL {mask(value)!r}: port {port} is not between 1 and "
+                         "65535")
+    if url.drivername.startswith("sqlite") and (url.database or ":memory:") == ":memory:":
+        raise UsageError(f"storage URL {value!r} names no file: an in-memory database "
+                         "loses the study; give a path, e.g. sqlite:///path/tuner.db")
     if url.drivername == "postgresql":  # the driver we ship is psycopg 3
         value = url.set(drivername="postgresql+psycopg").render_as_string(hide_password=False)
     return value
+
+
+def _reason(e: Exception) -> str:
+    text = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    return text.replace("invalid literal for int() with base 10", "port is not a number")
+
+
+def sqlite_path(url: str) -> Path | None:
+    """The file of a SQLite URL; None for any other storage."""
+    parsed = make_url(url)
+    return Path(parsed.database) if parsed.drivername.startswith("sqlite") else None
 
 
 def mask(url: str) -> str:
     """The URL with its password replaced by ***."""
     try:
         return make_url(url).render_as_string(hide_password=True)
-    except Exception:
-        return "<unparseable storage URL>"
+    except Exception:  # unparseable: hide whatever stands between "user:" and "@"
+        return re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", url)
 
 
 def _engine_kwargs(url: str) -> dict:
@@ -67,10 +86,18 @@ def _engine_kwargs(url: str) -> dict:
     return {"pool_size": 2, "max_overflow": 4, "pool_pre_ping": True, "pool_recycle": 300}
 
 
-def open_storage(url: str, heartbeat: bool = False) -> optuna.storages.RDBStorage:
-    """An Optuna RDB storage; with ``heartbeat`` stale running trials are failed."""
-    if url.startswith("sqlite:///"):
-        Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
+def open_storage(url: str, heartbeat: bool = False,
+                 create: bool = True) -> optuna.storages.RDBStorage:
+    """An Optuna RDB storage; with ``heartbeat`` stale running trials are failed. Without
+    ``create`` a SQLite file that does not exist is ``StudyNotFoundError``, and none is
+    made (a command that reads a study must not leave an empty database behind)."""
+    path = sqlite_path(url)
+    if path is not None and not create and not path.is_file():
+        raise StudyNotFoundError(f"no storage at {path} (no study was created there); "
+                                 "create one with `tuner study create FILE`, or give "
+                                 "--storage")
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
     # Optuna marks the heartbeat API experimental; users need not see that on every start.
     warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
     kwargs: dict = {}

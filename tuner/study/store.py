@@ -18,8 +18,8 @@ from tuner import __version__
 from tuner.errors import StorageError, StudyConflictError, StudyNotFoundError, UsageError
 from tuner.space import SearchSpace, baselines, build_space
 from tuner.study.load import spec_from_json
-from tuner.study.spec import StudySpec
-from tuner.study.storage import mask, open_storage
+from tuner.study.spec import StudySpec, is_study_name
+from tuner.study.storage import mask, open_storage, sqlite_path
 
 SPEC, SPACE, RULES, OBJECTIVES, VERSION = (
     "tuner.spec", "tuner.space", "tuner.rules", "tuner.objectives", "tuner.version")
@@ -90,7 +90,13 @@ def create_study(spec: StudySpec, storage_url: str) -> tuple[OpenStudy, bool]:
 
 def open_study(name: str, storage_url: str, heartbeat: bool = False) -> OpenStudy:
     """A stored study by name; ``StudyNotFoundError`` lists the names that exist."""
-    storage = open_storage(storage_url, heartbeat=heartbeat)
+    if not is_study_name(name):
+        raise StudyNotFoundError(f"no study {name!r}: a study name is up to 100 letters, "
+                                 "digits, '.', '_' and '-', starting with a letter or digit")
+    try:
+        storage = open_storage(storage_url, heartbeat=heartbeat, create=False)
+    except StudyNotFoundError as e:
+        raise StudyNotFoundError(f"no study {name!r}: {e}") from None
     try:
         study = optuna.load_study(study_name=name, storage=storage)
     except KeyError:
@@ -117,6 +123,9 @@ class StudyRow:
 
 
 def list_studies(storage_url: str) -> list[StudyRow]:
+    path = sqlite_path(storage_url)
+    if path is not None and not path.is_file():
+        return []  # nothing was ever created there; make no file
     storage = open_storage(storage_url)
     rows = []
     for s in optuna.get_all_study_summaries(storage, include_best_trial=False):
