@@ -24,6 +24,8 @@ sys.path.insert(0, str(ROOT))
 
 import optuna  # noqa: E402
 
+from tuner.trials import load_records  # noqa: E402
+
 STUDY = """
 [model]
 path = "{root}/studies/models/llama3-8b"
@@ -53,7 +55,7 @@ def sim_overhead() -> dict:
         subprocess.run(tuner + ["worker", "bench-runner", "--storage", url], check=True,
                        env=env, capture_output=True)
         study = optuna.load_study(study_name="bench-runner", storage=url)
-        phases = [t.user_attrs["phases"] for t in study.trials if t.user_attrs.get("phases")]
+        phases = [r.phases for r in load_records(study) if r.phases]
     shares = [p["overhead"] / p["total"] for p in phases]
     return {"trials": len(phases), "overhead_s_median": statistics.median(
         p["overhead"] for p in phases), "trial_s_median": statistics.median(

@@ -118,7 +118,7 @@ def ground_truth(names, pool, log) -> dict[str, list[dict]]:
 
 
 def _key(flags) -> str:
-    from tuner import record
+    from tuner.trials import record
     return record.flags_key(flags)
 
 

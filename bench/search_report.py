@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from tuner.results.hypervolume import hypervolume
+from tuner.trials.hypervolume import hypervolume
 
 PLOTTED = ("random", "autotune-grid", "nsga2", "gp", "tpe", "tpe+warm+constraints", "local",
            "local 2% noise",

@@ -3,7 +3,7 @@
 The runner's own pieces decide each trial: ``propose`` (baseline as given, or the
 sampler's proposal repaired through the rule set, or infeasible without a launch),
 ``already_measured`` (duplicates are told the earlier result and cost no trial) and the
-``tuner.record`` outcomes (a configuration that does not start costs a trial and is told
+``tuner.trials.record`` outcomes (a configuration that does not start costs a trial and is told
 ``starts`` = 1 with the study's worst values). Parallel workers are modelled in order:
 ``workers`` measurements are in flight; rule-infeasible and duplicate proposals are told at
 once, as the runner does before launching.
@@ -21,9 +21,10 @@ from typing import Any
 import optuna
 
 from search_truth import Profile, Truth, point
-from tuner import record
-from tuner.runner.proposal import Proposal, already_measured, propose
+from tuner.runner.proposal import Proposal, propose
 from tuner.search import SearchPlan, warm_start
+from tuner.trials import queries, record
+from tuner.trials.record import TrialRecord
 
 MAX_DUPLICATES_IN_A_ROW = 25  # as tuner.runner.worker
 AUTOTUNE_SEQS = (64, 128, 256, 512, 1024)
@@ -44,8 +45,8 @@ class Contender:
     noise: float = 0.0  # the told metrics x (1 + noise * N(0, 1)); scored on the true ones
 
 
-def _tell(study: optuna.Study, trial: optuna.Trial, told: record.Told, constraints: bool) -> None:
-    for key, value in told.attrs.items():
+def _tell(study: optuna.Study, trial: optuna.Trial, told: TrialRecord, constraints: bool) -> None:
+    for key, value in told.to_user_attrs().items():
         trial.set_user_attr(key, value)
     if constraints:
         for key, value in told.constraints.items():
@@ -65,8 +66,8 @@ def _enqueue_autotune(study: optuna.Study, profile: Profile, seed: int) -> int:
     return len(combos)
 
 
-def _measure(profile: Profile, truth: Truth, prop: Proposal, base: dict,
-             noise: float = 0.0, rng: random.Random | None = None) -> record.Told:
+def _measure(profile: Profile, truth: Truth, prop: Proposal, base: TrialRecord,
+             noise: float = 0.0, rng: random.Random | None = None) -> TrialRecord:
     """The runner's record of one launch; with ``noise``, the metrics as a GPU would vary
     them from run to run (the score still uses the true values)."""
     o = truth.outcome(prop.flags)
@@ -100,11 +101,11 @@ def run_one(profile: Profile, truth: Truth, c: Contender, seed: int,
     asked = dups = dup_run = 0
     stopped = ""
 
-    def finish(trial, told: record.Told) -> None:
+    def finish(trial, told: TrialRecord) -> None:
         _tell(study, trial, told, plan.constraints)
-        outcome = told.attrs["outcome"]
+        outcome = told.outcome
         outcomes.append(outcome)
-        p = point(truth.outcome(told.attrs["flags"])) if outcome == record.MEASURED else None
+        p = point(truth.outcome(told.flags)) if outcome == record.MEASURED else None
         points.append(None if p is None else [-p[0], p[1]])
 
     while len(outcomes) < n_trials:
@@ -115,23 +116,17 @@ def run_one(profile: Profile, truth: Truth, c: Contender, seed: int,
             prop = propose(profile.space, trial)
             ask_ms.append((time.perf_counter() - t0) * 1000)
             asked += 1
-            base = prop.attrs()
+            base = prop.record()
             if prop.infeasible:
                 finish(trial, record.infeasible(profile.spec, {"class": "rules", "message":
                                                                prop.infeasible, "log_tail": ""}, base))
                 dup_run = 0
                 continue
             if not prop.baseline:
-                seen = already_measured(study, prop.flags, trial.number)
+                seen = queries.already_measured(queries.load_records(study), prop.flags,
+                                                trial.number)
                 if seen is not None:
-                    told = record.duplicate(seen.number, seen.values, seen.constraints,
-                                            seen.user_attrs, base)
-                    for key, value in told.attrs.items():
-                        trial.set_user_attr(key, value)
-                    if plan.constraints:
-                        for key, value in told.constraints.items():
-                            trial.set_constraint(key, value)
-                    study.tell(trial, list(told.values))
+                    _tell(study, trial, record.duplicate(seen, base), plan.constraints)
                     dups += 1
                     dup_run += 1
                     continue

@@ -15,12 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from tuner import record
-from tuner.results.hypervolume import hypervolume
 from tuner.sim import SimWorkload, evaluate, load_gpu, load_shape
 from tuner.sim.workload import from_study
 from tuner.space import SearchSpace, baselines, build_space
 from tuner.study import StudySpec, load_study_file
+from tuner.trials import record
+from tuner.trials.hypervolume import hypervolume
 
 ROOT = Path(__file__).resolve().parents[1]
 CACHE = Path(os.environ.get("TUNER_SEARCH_CACHE",

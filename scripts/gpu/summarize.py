@@ -12,6 +12,8 @@ from pathlib import Path
 
 import optuna
 
+from tuner.trials import from_frozen
+
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
 SHORT = {"max_num_batched_tokens": "budget", "max_model_len": "max-len",
@@ -26,8 +28,9 @@ def main(db: str, name: str, out: str) -> int:
     study = optuna.load_study(study_name=name, storage=f"sqlite:///{db}")
     rows, cmp_rows, dump = [], [], []
     for t in study.trials:
-        u = t.user_attrs
-        m, f = u.get("metrics") or {}, u.get("flags") or {}
+        r = from_frozen(t)
+        u = r.to_user_attrs()
+        m, f = r.metrics, r.flags
         dump.append({"number": t.number, "state": t.state.name, **{k: u.get(k) for k in (
             "outcome", "baseline", "flags", "command", "metrics", "vllm_bench", "server",
             "noise", "phases", "kv_cache_tokens", "vllm_version", "gpu_name",
@@ -36,11 +39,11 @@ def main(db: str, name: str, out: str) -> int:
         tput = f"{m['output_throughput']:,.0f}" if m else "-"
         itl = f"{m['p99_itl_ms']:.1f}" if m else "-"
         ttft = f"{m['median_ttft_ms']:,.0f}" if m else "-"
-        note = u.get("baseline") or (f"duplicate of {u['duplicate_of']}" if "duplicate_of" in u
-                                     else "")
-        rows.append(f"| {t.number} | {u.get('outcome', t.state.name.lower())} | {note} | "
-                    f"{tput} | {itl} | {ttft} | {u.get('kv_cache_tokens') or '-'} | {flags} |")
-        v = u.get("vllm_bench") or {}
+        note = r.baseline or (f"duplicate of {r.duplicate_of}" if r.duplicate_of is not None
+                              else "")
+        rows.append(f"| {t.number} | {r.outcome or r.state} | {note} | "
+                    f"{tput} | {itl} | {ttft} | {r.kv_cache_tokens or '-'} | {flags} |")
+        v = r.vllm_bench or {}
         if v and m:
             cells = []
             for k in COMPARE:
@@ -48,7 +51,7 @@ def main(db: str, name: str, out: str) -> int:
                 goal = GOAL.get(k)
                 mark = "" if goal is None else (" ✓" if abs(d) <= goal else " ✗")
                 cells.append(f"{m[k]:,.1f} / {v[k]:,.1f} ({d:+.1%}{mark})")
-            cmp_rows.append(f"| {t.number} | {u.get('baseline') or 'sampled'} | "
+            cmp_rows.append(f"| {t.number} | {r.baseline or 'sampled'} | "
                             + " | ".join(cells) + " |")
     meta = next((d for d in dump if d.get("gpu_name")), {})
     head = (f"GPU: {meta.get('gpu_name')}, vLLM {meta.get('vllm_version')}; study `{name}` "

@@ -8,8 +8,9 @@ import subprocess
 
 import yaml
 
-from tuner.results import config_yaml, load_records
+from tuner.results import config_yaml
 from tuner.testing.studies import make_study
+from tuner.trials import load_records
 
 # Runs in the vLLM CPU build's Python: parse each YAML file as `vllm serve --config FILE`
 # does, through vLLM's FlexibleArgumentParser and its server argument parser, and print the

@@ -4,10 +4,10 @@ Llama (made by our code, --load-format dummy), three trials of a stored study.""
 import pytest
 from optuna.trial import TrialState
 
-from tuner import record
 from tuner.space.argv import flags_argv
 from tuner.study import create_study, load_study_file, open_study
 from tuner.testing.worker_procs import ServerWatcher, start_worker
+from tuner.trials import record
 
 pytestmark = pytest.mark.e2e
 

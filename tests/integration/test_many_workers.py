@@ -8,9 +8,9 @@ import itertools
 
 from optuna.trial import TrialState
 
-from tuner import record
 from tuner.study import open_study
 from tuner.testing.worker_procs import ServerWatcher, start_worker
+from tuner.trials import record
 
 from test_worker_sim import SIM
 

@@ -9,13 +9,14 @@ import pytest
 import sqlalchemy
 from optuna.trial import TrialState
 
-from tuner import record
 from tuner.errors import StorageError
 from tuner.runner.tell import tell
 from tuner.study import open_storage
 from tuner.study.outage import StorageUnreachable, reason, retrying, scrub, transient, waits
 from tuner.testing.private_pg import PrivatePostgres, unavailable
 from tuner.testing.worker_procs import ServerWatcher, start_worker, wait_for
+from tuner.trials import record
+from tuner.trials.record import TrialRecord
 
 from test_worker_sim import _running_phase, sim_study, trials_of
 
@@ -110,8 +111,9 @@ def test_retry_resumes_when_the_database_returns(private_pg):
 
 
 def _told(worker="w-1"):
-    return record.Told("complete", (100.0, 5.0), {"starts": 0.0, "slo:p99_itl_ms": -1.0},
-                       {"outcome": record.MEASURED, "worker": worker, "flags": {"a": 1}})
+    return TrialRecord(state="complete", values=(100.0, 5.0),
+                       constraints={"starts": 0.0, "slo:p99_itl_ms": -1.0},
+                       outcome=record.MEASURED, worker=worker, flags={"a": 1})
 
 
 def test_tell_twice_records_the_trial_once(storage_url):

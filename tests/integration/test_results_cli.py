@@ -10,10 +10,10 @@ import re
 import optuna
 import yaml
 
-from tuner import record
 from tuner.runner.tell import tell
 from tuner.study import open_study
 from tuner.testing.studies import make_study
+from tuner.trials import record
 
 
 def lines(text: str) -> list[str]:
@@ -126,7 +126,7 @@ def test_study_in_progress_is_read_without_blocking_workers(storage_url, run_cli
     assert len(running) == 1
     trial = optuna.Trial(opened.study, running[0]._trial_id)
     tell(opened.study, trial, record.failed({"class": "crashed", "message": "x",
-                                             "log_tail": ""}, {}))
+                                             "log_tail": ""}, record.TrialRecord()))
     assert not opened.study.get_trials(states=(optuna.trial.TrialState.RUNNING,))
 
 

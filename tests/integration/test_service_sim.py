@@ -11,14 +11,14 @@ import sys
 import pytest
 from optuna.trial import TrialState
 
-from tuner import record
-from tuner.results import load_records
 from tuner.runner import proctree
 from tuner.runner.registry import STOP
 from tuner.runner.stopping import trials_without_gain
 from tuner.service import LaunchError, launch, read_status, render_status
 from tuner.study import create_study, load_study_file, open_study
 from tuner.testing.worker_procs import ServerWatcher, wait_for
+from tuner.trials import record
+from tuner.trials import load_records
 
 SIM = '''
 [model]
@@ -155,9 +155,9 @@ def test_convergence_ends_the_study_within_patience(study_file, tmp_path):
     st = read_status("conv", url)
     assert st.counted < 30
     opened = open_study("conv", url)
-    from tuner.results.hypervolume import history, reference_point
-    from tuner.results.records import default_baseline
-    from tuner.results.reference import study_rule
+    from tuner.trials import default_baseline
+    from tuner.trials.hypervolume import history, reference_point
+    from tuner.trials.reference import study_rule
 
     records = load_records(opened.study)
     goals = opened.spec.objectives

@@ -9,11 +9,11 @@ import optuna
 import pytest
 from optuna.trial import TrialState
 
-from tuner import record
 from tuner.runner import proctree
 from tuner.space.argv import flags_argv
 from tuner.study import create_study, load_study_file, open_study
 from tuner.testing.worker_procs import ServerWatcher, interrupt, start_worker, wait_for
+from tuner.trials import record
 
 SIM = '''
 [model]

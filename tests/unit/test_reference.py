@@ -1,11 +1,11 @@
-"""The score's reference point (tuner.results.reference): the whole front the SLOs allow."""
+"""The score's reference point (tuner.trials.reference): the whole front the SLOs allow."""
 
 import pytest
 
 from tuner.results.hypervolume import history, hypervolume, reference_point
 from tuner.results.pareto import minimised
 from tuner.results.records import TrialRecord
-from tuner.results.reference import FLOOR_SHARE, LATENCY_MULTIPLE, rule_for, study_rule
+from tuner.trials.reference import FLOOR_SHARE, LATENCY_MULTIPLE, rule_for, study_rule
 from tuner.study.spec import DEFAULT_OBJECTIVES, SLOSection
 from tuner.testing.studies import study_spec
 

@@ -11,11 +11,11 @@ import pytest
 from optuna.distributions import IntDistribution
 from optuna.trial import TrialState
 
-from tuner import record
-from tuner.results import (changed_flags, dominates, flag_effects, from_frozen, gain_pct,
-                           history, hypervolume, limits_for, pareto_front, pick_best)
-from tuner.results.records import TrialRecord, describe_counts
+from tuner.results import changed_flags, flag_effects, gain_pct, limits_for, pick_best
 from tuner.study.spec import Objective
+from tuner.trials import record
+from tuner.trials import (TrialRecord, describe_counts, dominates, from_frozen, history,
+                          hypervolume, pareto_front)
 
 GOALS = (Objective(metric="output_throughput", direction="maximize"),
          Objective(metric="p99_itl_ms", direction="minimize"))

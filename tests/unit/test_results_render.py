@@ -6,13 +6,13 @@ import random
 
 import yaml
 
-from tuner import record
 from tuner.results import config_yaml, serve_argv, summarise
-from tuner.results.records import TrialRecord
 from tuner.results.report import render
 from tuner.results.table import pareto_text
 from tuner.space import build_space
 from tuner.testing.studies import metrics_for, study_spec
+from tuner.trials import record
+from tuner.trials import TrialRecord
 
 SPEC = study_spec("render-test").model_copy(
     update={"description": "<script>alert('x')</script> & friends"})
@@ -22,10 +22,10 @@ TUNED = {**SPACE.defaults, "max_num_batched_tokens": 4096, "enable_prefix_cachin
 
 
 def measured(number: int, flags: dict, baseline: str | None = None) -> TrialRecord:
-    told = record.measured(SPEC, metrics_for(flags, random.Random(number)), {})
+    told = record.measured(SPEC, metrics_for(flags, random.Random(number)), TrialRecord())
     return TrialRecord(number=number, state="complete", outcome=record.MEASURED,
                        values=told.values, constraints=told.constraints, flags=flags,
-                       metrics=told.attrs["metrics"], baseline=baseline)
+                       metrics=told.metrics, baseline=baseline)
 
 
 RECORDS = (

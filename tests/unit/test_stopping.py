@@ -2,9 +2,9 @@
 
 import datetime as dt
 
-from tuner.results.records import TrialRecord
 from tuner.runner.stopping import deadline_at, reason, study_reason, trials_without_gain
 from tuner.testing.studies import study_spec
+from tuner.trials import TrialRecord
 
 
 def test_a_duration_counts_from_the_launch():

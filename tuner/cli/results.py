@@ -12,12 +12,13 @@ from pathlib import Path
 
 from tuner.cli.study import add_storage_flag
 from tuner.errors import UsageError
-from tuner.results import load_records, summarise
+from tuner.results import summarise
 from tuner.results.answer import best_answer
 from tuner.results.errors import NoResultsError
 from tuner.results.summary import Summary
 from tuner.results.table import pareto_text
 from tuner.study import open_study, resolve_url
+from tuner.trials import load_records
 
 
 def _positive_ms(text: str) -> float:

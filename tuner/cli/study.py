@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from tuner.study import create_study, list_studies, load_study_file, mask, resolve_url
+from tuner.trials.queries import baseline_of
 
 
 def add_storage_flag(parser: argparse.ArgumentParser) -> None:
@@ -31,7 +32,7 @@ def _create(args: argparse.Namespace) -> int:
     opened, created = create_study(spec, url)
     verb = "created" if created else "exists, unchanged"
     waiting = sum(1 for t in opened.study.get_trials(deepcopy=False)
-                  if t.state.name == "WAITING" and "baseline" in t.user_attrs)
+                  if t.state.name == "WAITING" and baseline_of(t))
     print(f"study {spec.name} {verb} in {mask(url)}: rules {opened.space.rules.name}, "
           f"{len(opened.space.params)} tuned flags, {waiting} baselines queued")
     return 0

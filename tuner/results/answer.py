@@ -10,10 +10,10 @@ from dataclasses import dataclass
 from tuner.results.best import limits_for, pick_best
 from tuner.results.flagdiff import changed_flags
 from tuner.results.gains import format_gains, gains
-from tuner.results.records import default_baseline, describe_counts
 from tuner.results.serve import config_yaml, serve_argv, trial_document
 from tuner.results.summary import Summary
 from tuner.space import shell_line
+from tuner.trials import default_baseline, describe_counts
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from tuner.results.pareto import Goal, unique_configs, vector
-from tuner.results.records import TrialRecord
+from tuner.trials import TrialRecord
+from tuner.trials.pareto import Goal, unique_configs, vector
 
 Prefer = Literal["throughput", "latency"]
 DEFAULT_METRIC = {"throughput": ("output_throughput", "maximize"),

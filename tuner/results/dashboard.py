@@ -20,11 +20,11 @@ import optuna
 from tuner.results.best import limits_for, pick_best
 from tuner.results.flagdiff import changed_flags, flag_words
 from tuner.results.gains import format_gains, gains
-from tuner.results.records import TrialRecord, load_records
 from tuner.results.serve import serve_argv
 from tuner.results.summary import Summary, summarise
 from tuner.space import shell_line
 from tuner.study import OpenStudy
+from tuner.trials import TrialRecord, load_records
 
 FIGURE_IDS = ("tuner-pareto", "tuner-hypervolume", "tuner-flag-effects")
 

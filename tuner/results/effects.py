@@ -12,8 +12,8 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from tuner.results.pareto import Goal, unique_configs, vector
-from tuner.results.records import TrialRecord
+from tuner.trials import TrialRecord
+from tuner.trials.pareto import Goal, unique_configs, vector
 
 
 @dataclass(frozen=True)

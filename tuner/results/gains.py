@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from tuner.results.pareto import Goal
-from tuner.results.records import TrialRecord
+from tuner.trials import TrialRecord
+from tuner.trials.pareto import Goal
 
 
 def gain_pct(value: float, reference: float, direction: str) -> float | None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tuner.results.pareto import vector
 from tuner.results.summary import Summary
+from tuner.trials.pareto import vector
 
 
 @dataclass(frozen=True)

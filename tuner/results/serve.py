@@ -17,9 +17,9 @@ from typing import Any
 
 import yaml
 
-from tuner.results.records import TrialRecord
 from tuner.space import flags_argv
 from tuner.study.spec import StudySpec
+from tuner.trials import TrialRecord
 
 
 def _model_args(spec: StudySpec) -> dict[str, Any]:

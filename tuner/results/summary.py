@@ -15,12 +15,11 @@ from typing import Any
 from tuner.results.effects import FlagEffect, flag_effects
 from tuner.results.flagdiff import changed_flags
 from tuner.results.gains import gains
-from tuner.results.hypervolume import history, reference_point
-from tuner.results.reference import study_rule
-from tuner.results.pareto import pareto_front
-from tuner.results.records import TrialRecord, default_baseline, describe_counts
 from tuner.space import SearchSpace
 from tuner.study.spec import StudySpec
+from tuner.trials import (TrialRecord, default_baseline, describe_counts, history,
+                          pareto_front, reference_point)
+from tuner.trials.reference import study_rule
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """Measuring one configuration: start its server, wait for health, benchmark, stop.
 
-Returns a ``Told`` (see ``tuner.record``) and never raises for a server's failure: a server
+Returns the told ``TrialRecord`` (see ``tuner.trials.record``) and never raises for a server's failure: a server
 that exits or never becomes ready is an infeasible configuration, a crash or hang during the
 benchmark a failed trial; both keep the log tail. KeyboardInterrupt (Ctrl-C, SIGTERM) stops
 the server and propagates.
@@ -9,22 +9,24 @@ the server and propagates.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import os
 import time
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping
 
-from tuner import record
 from tuner.errors import EngineError, EngineExitedError
 from tuner.loadgen import SLO, LoadSpec, WorkloadSpec, run_benchmark
 from tuner.runner import crosscheck, engine, gpu, logparse
-from tuner.runner.ports import free_port
 from tuner.runner.interrupts import deferred_interrupts
+from tuner.runner.ports import free_port
 from tuner.runner.server import Server
 from tuner.study.spec import StudySpec
+from tuner.trials import record
+from tuner.trials.record import TrialRecord
 
 Phase = Callable[[str], None]
 
@@ -112,16 +114,16 @@ def _failure(kind: str, message: str, server: Server) -> dict[str, Any]:
 
 
 def measure(spec: StudySpec, flags: Mapping[str, Any], launch_flags: Mapping[str, Any],
-            number: int, slot: Slot, attrs: Mapping[str, Any], phase: Phase) -> record.Told:
+            number: int, slot: Slot, base: TrialRecord, phase: Phase) -> TrialRecord:
     """Run one configuration end to end and say what to tell the study."""
     port = free_port()
     launch = engine.launch(spec, launch_flags, port, slot.gpus)
     server = Server(launch, port, slot.logs / f"trial-{number:05d}.log")
-    attrs = {**attrs, "command": list(launch.argv), "engine": spec.engine.kind,
-             "gpus": list(slot.gpus), "log": str(server.log_path)}
+    base = dataclasses.replace(base, command=tuple(launch.argv), engine=spec.engine.kind,
+                               gpus=tuple(slot.gpus), log=str(server.log_path))
     phases: dict[str, float] = {}
     gpu_before = gpu.used_mib(slot.gpus)
-    told: record.Told | None = None
+    told: TrialRecord | None = None
     try:
         phase("start")
         server.start()
@@ -130,17 +132,16 @@ def measure(spec: StudySpec, flags: Mapping[str, Any], launch_flags: Mapping[str
         except EngineError as e:
             code = e.returncode if isinstance(e, EngineExitedError) else None
             kind = logparse.classify_start_failure(code, server.log())
-            told = record.infeasible(spec, _failure(kind, str(e), server), attrs)
+            told = record.infeasible(spec, _failure(kind, str(e), server), base)
         if told is None:
-            told = _benchmark(spec, server, attrs, phases, phase)
-            if slot.crosscheck and told.attrs.get("outcome") == record.MEASURED:
+            told = _benchmark(spec, server, base, phases, phase)
+            if slot.crosscheck and told.outcome == record.MEASURED:
                 phase("crosscheck")
                 t0 = time.monotonic()
                 env = {**os.environ, **launch.env}
                 vllm = crosscheck.run(spec, server.url, engine.served_name(spec), env)
                 phases["crosscheck"] = time.monotonic() - t0
-                told = record.Told(told.state, told.values, told.constraints,
-                                   {**told.attrs, "vllm_bench": vllm})
+                told = dataclasses.replace(told, vllm_bench=vllm)
     finally:
         # A measurement is worth keeping: an interrupt while the server stops is held
         # until the trial is told (the server is stopped either way).
@@ -153,18 +154,17 @@ def measure(spec: StudySpec, flags: Mapping[str, Any], launch_flags: Mapping[str
     if held.pending and told is None:
         raise KeyboardInterrupt
     log = server.log()
-    extra = {"kv_cache_tokens": logparse.kv_cache_tokens(log), "phases": phases}
-    extra["vllm_version"] = told.attrs.get("vllm_version") or logparse.vllm_version(log)
-    extra["gpu_name"] = (gpu.name(slot.gpus[0]) if slot.gpus else None) or (
+    gpu_name = (gpu.name(slot.gpus[0]) if slot.gpus else None) or (
         f"{spec.hardware.gpu} (simulated)" if spec.engine.kind == "sim" else spec.hardware.gpu)
-    return record.Told(told.state, told.values, told.constraints,
-                       {**told.attrs, **extra, **({"interrupted": True} if held.pending else {})})
+    return dataclasses.replace(
+        told, kv_cache_tokens=logparse.kv_cache_tokens(log), phases=phases,
+        vllm_version=told.vllm_version or logparse.vllm_version(log), gpu_name=gpu_name,
+        interrupted=bool(held.pending))
 
 
-def _benchmark(spec: StudySpec, server: Server, attrs: dict, phases: dict,
-               phase: Phase) -> record.Told:
-    version = _server_version(server.url)
-    attrs = {**attrs, "vllm_version": version}
+def _benchmark(spec: StudySpec, server: Server, base: TrialRecord, phases: dict,
+               phase: Phase) -> TrialRecord:
+    base = dataclasses.replace(base, vllm_version=_server_version(server.url))
     phase("benchmark")
     start = time.monotonic()
     rejected: list[str] = []
@@ -183,29 +183,28 @@ def _benchmark(spec: StudySpec, server: Server, attrs: dict, phases: dict,
     except ServerDied as e:
         phases["benchmark"] = time.monotonic() - start
         kind = "hang" if "hung" in str(e) else "crash-during-benchmark"
-        return record.failed(_failure(kind, str(e), server), attrs)
+        return record.failed(_failure(kind, str(e), server), base)
     phases["benchmark"] = time.monotonic() - start
-    if rejected:
-        attrs = {**attrs, "rejected_runs": rejected}
     if "warmup_s" in result.client:
         phases["warmup"] = result.client["warmup_s"]
-    attrs = {**attrs, "server": result.server, "client": result.client, "noise": result.noise,
-             "failures": result.failures}
     metrics = {k: v for k, v in result.metrics.items() if isinstance(v, (int, float))}
+    base = dataclasses.replace(base, rejected_runs=tuple(rejected), server=result.server,
+                               client=result.client, noise=result.noise,
+                               failures=result.failures)
+    ran = dataclasses.replace(base, metrics=metrics)
     if server.returncode() is not None:
         return record.failed(_failure("crash-during-benchmark", "server exited with code "
                                       f"{server.returncode()} during the benchmark", server),
-                             {**attrs, "metrics": metrics})
+                             ran)
     if not metrics.get("completed"):
         reasons = ", ".join(f"{k} x{v}" for k, v in result.failures.items()) or "none completed"
         return record.failed(_failure("benchmark-failed", f"no request completed: {reasons}",
-                                      server), {**attrs, "metrics": metrics})
+                                      server), ran)
     if invalid is not None:  # never told: a p99 ITL of 0 would win the latency objective
-        return record.failed({"class": "invalid-measurement", "message": invalid},
-                             {**attrs, "metrics": metrics})
+        return record.failed({"class": "invalid-measurement", "message": invalid}, ran)
     missing = [o.metric for o in spec.objectives if o.metric not in metrics]
     if missing:
         return record.failed({"class": "benchmark-failed",
                               "message": f"no value for {', '.join(missing)}"},
-                             {**attrs, "metrics": metrics})
-    return record.measured(spec, metrics, attrs)
+                             ran)
+    return record.measured(spec, metrics, base)

@@ -18,6 +18,11 @@ import datetime as dt
 import re
 from collections.abc import Sequence
 
+from tuner.trials import default_baseline, reference_point
+from tuner.trials import history as hv_history
+from tuner.trials.record import STOPPED
+from tuner.trials.reference import study_rule
+
 LAUNCHED_AT = "tuner.launched_at"  # study user attr: epoch seconds of the last launch
 
 _DURATION = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*")
@@ -64,19 +69,15 @@ def reason(deadline: float | None, patience: int | None, history: Sequence[tuple
 
 
 def study_reason(spec, records, launched_at: float, now: float) -> str | None:
-    """``reason`` for a study's spec and its trial records (``tuner.results`` records);
-    pure. The hypervolume's reference is the study's (``tuner.results.reference``), as in
+    """``reason`` for a study's spec and its trial records (``tuner.trials`` records);
+    pure. The hypervolume's reference is the study's (``tuner.trials.reference``), as in
     the results; stopped trials are left out."""
     search = spec.search
     if not search.deadline and not search.patience:
         return None
     history: list[tuple[int, float]] = []
     if search.patience:
-        from tuner.results.hypervolume import history as hv_history, reference_point
-        from tuner.results.records import default_baseline
-        from tuner.results.reference import study_rule
-
-        kept = [r for r in records if r.outcome != "stopped"]
+        kept = [r for r in records if r.outcome != STOPPED]
         goals = spec.objectives
         ref, _ = reference_point(default_baseline(kept), goals, study_rule(spec))
         history = hv_history(kept, goals, ref)

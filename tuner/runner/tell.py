@@ -11,54 +11,60 @@ nothing measured is lost.
 
 from __future__ import annotations
 
+import dataclasses
+
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
-from tuner import record
+from tuner import optuna_adapter
+from tuner.trials.queries import from_frozen
+from tuner.trials.record import COMPLETE, TrialRecord
 
 CONSTRAINTS_KEY = "constraints:"  # where Optuna keeps what set_constraint set
 
 
-def tell(study: optuna.Study, trial: optuna.Trial, told: record.Told) -> None:
+def tell(study: optuna.Study, trial: optuna.Trial, told: TrialRecord) -> None:
     """Write one trial's record. Constraints are set for every trial (the same keys), so
     constrained samplers see a consistent picture."""
-    stored = study._storage.get_trial(trial._trial_id)
+    stored = optuna_adapter.stored_trial(study, trial)
     if stored.state.is_finished():
         if not _told_already(stored, told):
             _add_copy(study, stored, told)
         return
-    for key, value in told.attrs.items():
+    for key, value in told.to_user_attrs().items():
         trial.set_user_attr(key, value)
     for key, value in told.constraints.items():
         if CONSTRAINTS_KEY + key not in stored.system_attrs:
             trial.set_constraint(key, value)
-    if told.state == "complete":
+    if told.state == COMPLETE:
         study.tell(trial, list(told.values))
     else:
         study.tell(trial, state=TrialState.FAIL)
 
 
-def _told_already(stored: FrozenTrial, told: record.Told) -> bool:
+def _state(told: TrialRecord) -> TrialState:
+    return TrialState.COMPLETE if told.state == COMPLETE else TrialState.FAIL
+
+
+def _told_already(stored: FrozenTrial, told: TrialRecord) -> bool:
     """The stored trial is this record (an earlier attempt committed before its answer was
     lost), not a trial closed by someone else."""
-    state = TrialState.COMPLETE if told.state == "complete" else TrialState.FAIL
-    return (stored.state == state
-            and stored.user_attrs.get("outcome") == told.attrs.get("outcome")
-            and stored.user_attrs.get("worker") == told.attrs.get("worker"))
+    mine = from_frozen(stored)
+    return (stored.state == _state(told) and mine.outcome == told.outcome
+            and mine.worker == told.worker)
 
 
-def _add_copy(study: optuna.Study, closed: FrozenTrial, told: record.Told) -> None:
-    state = TrialState.COMPLETE if told.state == "complete" else TrialState.FAIL
-    attrs = {**told.attrs, "recorded_for": closed.number}
+def _add_copy(study: optuna.Study, closed: FrozenTrial, told: TrialRecord) -> None:
+    state = _state(told)
     if _copied_already(study, closed.number, told):
         return
+    attrs = dataclasses.replace(told, recorded_for=closed.number).to_user_attrs()
     study.add_trial(optuna.trial.create_trial(
         state=state, values=list(told.values) if state == TrialState.COMPLETE else None,
         params=closed.params, distributions=closed.distributions, user_attrs=attrs,
         constraints={k: float(v) for k, v in told.constraints.items()}))
 
 
-def _copied_already(study: optuna.Study, number: int, told: record.Told) -> bool:
-    return any(t.user_attrs.get("recorded_for") == number
-               and t.user_attrs.get("worker") == told.attrs.get("worker")
-               for t in study.get_trials(deepcopy=False))
+def _copied_already(study: optuna.Study, number: int, told: TrialRecord) -> bool:
+    return any(r.recorded_for == number and r.worker == told.worker
+               for r in map(from_frozen, study.get_trials(deepcopy=False)))

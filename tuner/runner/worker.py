@@ -19,22 +19,22 @@ import warnings
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import optuna
-from optuna.trial import TrialState
 
-from tuner import record
+from tuner import optuna_adapter
 from tuner.runner import crosscheck
 from tuner.runner.interrupts import deferred_interrupts
 from tuner.runner.measure import Slot, measure
 from tuner.runner.progress import Progress
-from tuner.runner.proposal import Proposal, already_measured, propose
+from tuner.runner.proposal import Proposal, propose
 from tuner.runner.registry import STOP, Registration, stop_requested
 from tuner.runner.tell import tell
 from tuner.study import OpenStudy, make_sampler, open_study
 from tuner.study.outage import retrying
 from tuner.study.storage import HEARTBEAT_S
+from tuner.trials import queries, record
+from tuner.trials.record import TrialRecord
 
 MAX_DUPLICATES_IN_A_ROW = 25
 
@@ -58,31 +58,10 @@ def study_dir(name: str) -> Path:
     return Path(os.environ.get("TUNER_HOME", ".tuner")).resolve() / "studies" / name
 
 
-def counted(study: optuna.Study) -> int:
-    """Trials that spend the study's budget: finished or running, not duplicates or stopped."""
-    n = 0
-    for t in study.get_trials(deepcopy=False):
-        outcome = t.user_attrs.get("outcome")
-        if t.state == TrialState.RUNNING:
-            n += 1
-        elif t.state == TrialState.COMPLETE and outcome != record.DUPLICATE:
-            n += 1
-        elif t.state == TrialState.FAIL and outcome != record.STOPPED:
-            n += 1
-    return n
-
-
 def best_line(opened: OpenStudy) -> str:
     """The best feasible measured value of the first objective so far."""
     obj = opened.spec.objectives[0]
-    best = None
-    for t in opened.study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
-        if t.user_attrs.get("outcome") != record.MEASURED or any(
-                v > 0 for v in t.constraints.values()):
-            continue
-        v = t.values[0]
-        if best is None or (v > best if obj.direction == "maximize" else v < best):
-            best = v
+    best = queries.best_value(queries.load_records(opened.study), obj.direction)
     return f"best {obj.metric} {best:,.1f}" if best is not None else "best: -"
 
 
@@ -101,7 +80,7 @@ class _Registration(Registration):
         if self._signalled or threading.current_thread() is not self._thread:
             return
         try:
-            now = self.study._storage.get_study_user_attrs(self.study._study_id).get(STOP)
+            now = self.study.user_attrs.get(STOP)
         except Exception:  # the storage may be down for a while
             return
         if now == "now" and not self._stop.is_set():
@@ -123,7 +102,7 @@ class Worker:
         seed = None if spec.search.seed is None else (
             spec.search.seed + zlib.crc32(f"{socket.gethostname()}-{os.getpid()}-"
                                           f"{time.time_ns()}".encode())) % 2**31
-        self.study = optuna.load_study(study_name=study_name, storage=self.opened.study._storage,
+        self.study = optuna.load_study(study_name=study_name, storage=optuna_adapter.storage_of(self.opened.study),
                                        sampler=make_sampler(spec.search.sampler, seed))
         self.gpus, self.n_trials, self.timeout_s = gpus, n_trials, timeout_s
         self.slot = Slot(gpus, study_dir(study_name) / "logs", "", socket.gethostname())
@@ -135,7 +114,7 @@ class Worker:
         spec = self.opened.spec
         if self.n_trials is not None and self.summary.launched >= self.n_trials:
             return f"this worker ran its {self.n_trials} trials"
-        if counted(self.study) >= spec.search.n_trials:
+        if queries.counted(queries.load_records(self.study)) >= spec.search.n_trials:
             return f"the study's budget of {spec.search.n_trials} trials is spent"
         if self.timeout_s is not None and time.monotonic() - started >= self.timeout_s:
             return f"the worker's time ({self.timeout_s:.0f} s) is up"
@@ -144,12 +123,10 @@ class Worker:
         if stop_requested(self.study):
             return "a stop was requested (tuner stop)"
         if spec.search.deadline or spec.search.patience:
-            from tuner.results.records import load_records
             from tuner.runner.stopping import LAUNCHED_AT, study_reason
 
-            attrs = self.study._storage.get_study_user_attrs(self.study._study_id)
-            launched = float(attrs.get(LAUNCHED_AT) or self.started_at)
-            return study_reason(spec, load_records(self.study), launched, time.time())
+            launched = float(self.study.user_attrs.get(LAUNCHED_AT) or self.started_at)
+            return study_reason(spec, queries.load_records(self.study), launched, time.time())
         return None
 
     def run(self) -> Summary:
@@ -185,7 +162,7 @@ class Worker:
         reg = self.registration
         self._db(lambda: reg.running(trial))
         prop = self._db(lambda: propose(self.opened.space, trial))
-        base = {**prop.attrs(), "worker": reg.id, "host": self.slot.host}
+        base = dataclasses.replace(prop.record(), worker=reg.id, host=self.slot.host)
         self.progress.begin(trial.number)
         t0 = time.monotonic()
 
@@ -198,56 +175,55 @@ class Worker:
         except KeyboardInterrupt:
             self._stopped(trial, prop, base)
             raise
-        if "phases" in told.attrs:
-            ph = dict(told.attrs["phases"])
+        if told.phases is not None:
+            ph = dict(told.phases)
             ph["total"] = time.monotonic() - t0
             ph["overhead"] = max(0.0, ph["total"] - sum(
                 ph.get(k, 0) for k in ("start", "benchmark", "crosscheck", "stop",
                                        "gpu_release")))
-            told = record.Told(told.state, told.values, told.constraints,
-                               {**told.attrs, "phases": ph})
+            told = dataclasses.replace(told, phases=ph)
         with deferred_interrupts() as held:
             self._db(lambda: tell(self.study, trial, told))
         reg.trial_id = None
         reg.set(trial=None, phase="idle")
-        outcome = told.attrs["outcome"]
+        outcome = told.outcome
         self.summary.add(outcome)
         self.progress.end(outcome, _short(told), self._db(lambda: best_line(self.opened)))
-        if held.pending or told.attrs.get("interrupted"):
+        if held.pending or told.interrupted:
             raise KeyboardInterrupt  # delivered now that the measurement is recorded
         return outcome
 
-    def _decide(self, trial, prop: Proposal, base: dict, phase) -> record.Told:
+    def _decide(self, trial, prop: Proposal, base: TrialRecord, phase) -> TrialRecord:
         spec = self.opened.spec
         if prop.infeasible:
             return record.infeasible(spec, {"class": "rules", "message": prop.infeasible,
                                             "log_tail": ""}, base)
         if not prop.baseline and not spec.search.repeats:
-            seen = self._db(lambda: already_measured(self.study, prop.flags, trial.number))
+            seen = self._db(lambda: queries.already_measured(
+                queries.load_records(self.study), prop.flags, trial.number))
             if seen is not None:
-                return record.duplicate(seen.number, seen.values, seen.constraints,
-                                        seen.user_attrs, base)
+                return record.duplicate(seen, base)
         slot = self.slot
         if self.summary.launched < spec.engine.crosscheck_trials and crosscheck.applicable(spec):
             slot = dataclasses.replace(slot, crosscheck=True)
         return measure(spec, prop.flags, prop.launch, trial.number, slot, base, phase)
 
-    def _stopped(self, trial, prop: Proposal, base: dict) -> None:
+    def _stopped(self, trial, prop: Proposal, base: TrialRecord) -> None:
         """Record the interrupted trial as stopped and queue its configuration again."""
         try:
             tell(self.study, trial, record.stopped(base))
-            keep = {k: base[k] for k in ("baseline", "launch", "flags") if k in base}
-            self.study.enqueue_trial(dict(trial.params), user_attrs=keep if prop.baseline
-                                     else None)
+            keep = TrialRecord(baseline=base.baseline, launch=base.launch, flags=base.flags)
+            self.study.enqueue_trial(dict(trial.params), user_attrs=keep.to_user_attrs()
+                                     if prop.baseline else None)
         except Exception as e:  # the storage may be gone; the heartbeat closes the trial
             self.progress.say(f"tuner: could not record the stopped trial: {e}")
         self.progress.say(f"trial {trial.number} stopped; its configuration is queued again")
 
 
-def _short(told: record.Told) -> str:
-    m = told.attrs.get("metrics") or {}
-    if told.attrs.get("outcome") in (record.MEASURED, record.DUPLICATE) and m:
+def _short(told: TrialRecord) -> str:
+    m = told.metrics
+    if told.outcome in (record.MEASURED, record.DUPLICATE) and m:
         return (f"{m.get('output_throughput', 0):,.0f} tok/s, p99 ITL "
                 f"{m.get('p99_itl_ms', 0):,.1f} ms")
-    failure = told.attrs.get("failure") or {}
+    failure = told.failure or {}
     return f"{failure.get('class', '')}: {str(failure.get('message', ''))[:120]}"

@@ -51,8 +51,10 @@ import optuna
 from optuna.distributions import BaseDistribution
 from optuna.trial import TrialState
 
-from tuner.search.proposer import MOVE, Proposer, pareto, started
+from tuner import optuna_adapter
+from tuner.search.proposer import MOVE, Proposer, pareto
 from tuner.search.steps import PROBES
+from tuner.trials.queries import started
 
 __all__ = ["LocalSampler", "MOVE", "PROBES", "pareto", "started"]
 
@@ -89,7 +91,7 @@ class LocalSampler(optuna.samplers.BaseSampler):
             if alone else None
         if proposal is not None:
             params, move = proposal
-            study._storage.set_trial_system_attr(trial._trial_id, MOVE, move)
+            optuna_adapter.set_trial_system_attr(study, trial, MOVE, move)
             return params
         return self._base.sample_relative(
             study, trial, self._base.infer_relative_search_space(study, trial))

@@ -15,13 +15,14 @@ from typing import Any, Sequence
 import numpy as np
 import optuna
 from optuna.distributions import BaseDistribution, CategoricalDistribution
-from optuna.trial import FrozenTrial, TrialState
+from optuna.trial import FrozenTrial
 
-from tuner.results.hypervolume import hypervolume
 from tuner.search.steps import (LOG_FACTORS, NEAR, apply_step, big, clip, halved, movable,
                                 probe_key, random_step)
+from tuner.trials.hypervolume import hypervolume
+from tuner.trials.pareto import nondominated
+from tuner.trials.queries import flags_of, is_default_baseline, started
 
-STARTS = "starts"
 MOVE = "local:move"
 
 # Without chunked prefill vLLM needs max-num-batched-tokens >= max-model-len, and the rules
@@ -33,19 +34,9 @@ HOPELESS = 0.2  # a midpoint interpolated 20% worse than the default is not trie
 COUPLED = 0.4  # share of local moves that scale two log-scaled flags by one factor
 
 
-def started(t: FrozenTrial) -> bool:
-    """Measured: complete with finite values, neither ``starts`` > 0 nor infeasible."""
-    return (t.state == TrialState.COMPLETE and t.values is not None
-            and all(math.isfinite(v) for v in t.values)
-            and (t.constraints or {}).get(STARTS, 0.0) <= 0
-            and t.user_attrs.get("outcome") != "infeasible")
-
-
 def pareto(trials: Sequence[FrozenTrial], signs: Sequence[float]) -> list[FrozenTrial]:
     """The non-dominated trials (values multiplied by ``signs`` so that lower is better)."""
-    vals = [tuple(s * v for s, v in zip(signs, t.values)) for t in trials]
-    return [trials[i] for i, a in enumerate(vals)
-            if not any(all(x <= y for x, y in zip(b, a)) and b != a for b in vals)]
+    return nondominated(trials, [tuple(s * v for s, v in zip(signs, t.values)) for t in trials])
 
 
 class Proposer:
@@ -60,7 +51,7 @@ class Proposer:
         self.signs = [1.0 if d == optuna.study.StudyDirection.MINIMIZE else -1.0
                       for d in directions]
         self.done = [t for t in trials if started(t) and set(space) <= set(t.params)]
-        self.default = next((t for t in trials if t.user_attrs.get("baseline") == "default"
+        self.default = next((t for t in trials if is_default_baseline(t)
                              and set(space) <= set(t.params)), None)
         self.moves = [(t, t.system_attrs[MOVE]) for t in trials if MOVE in t.system_attrs]
 
@@ -72,7 +63,7 @@ class Proposer:
         set repaired its params to, e.g. a budget raised to max-model-len without chunked
         prefill) where they are valid values, else its params. Moves start from here: a
         move from params that a repair overrode would be repaired back, a wasted proposal."""
-        flags = t.user_attrs.get("flags") or {}
+        flags = flags_of(t)
         out = {}
         for name, dist in self.space.items():
             value = clip(dist, flags[name]) if name in flags else None

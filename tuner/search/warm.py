@@ -6,6 +6,7 @@ from __future__ import annotations
 import optuna
 
 from tuner.space import SearchSpace, baselines
+from tuner.trials.record import TrialRecord
 
 
 def warm_start(study: optuna.Study, space: SearchSpace) -> int:
@@ -13,6 +14,6 @@ def warm_start(study: optuna.Study, space: SearchSpace) -> int:
     added = baselines(space)
     for b in added:
         params = {p.name: b.flags[p.name] for p in space.params}
-        study.enqueue_trial(params, user_attrs={"baseline": b.name, "launch": dict(b.launch),
-                                                "flags": dict(b.flags)})
+        asked = TrialRecord(baseline=b.name, launch=dict(b.launch), flags=dict(b.flags))
+        study.enqueue_trial(params, user_attrs=asked.to_user_attrs())
     return len(added)

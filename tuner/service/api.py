@@ -25,14 +25,15 @@ import optuna
 from aiohttp import web
 
 from tuner.errors import StorageError, UsageError
-from tuner.results import load_records, summarise
-from tuner.service import status
+from tuner.results import summarise
 from tuner.results.answer import best_answer
+from tuner.service import status
 from tuner.space import build_space
 from tuner.study import open_storage
 from tuner.study.load import spec_from_json
 from tuner.study.spec import is_study_name
 from tuner.study.store import SPEC
+from tuner.trials import load_records
 
 READER = web.AppKey("reader", object)
 TOKEN = web.AppKey("token", object)

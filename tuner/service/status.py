@@ -15,18 +15,16 @@ from typing import Any
 
 from optuna.trial import FrozenTrial
 
-from tuner import record
 from tuner.results.best import limits_for, pick_best
 from tuner.results.gains import gains
-from tuner.results.hypervolume import history, reference_point
-from tuner.results.reference import study_rule
-from tuner.results.pareto import pareto_front
-from tuner.results.records import TrialRecord, default_baseline, from_frozen
 from tuner.runner.registry import STOP
 from tuner.service.workers import WorkerView, views
 from tuner.study import open_study
 from tuner.study.spec import StudySpec
 from tuner.study.storage import HEARTBEAT_S
+from tuner.trials import (TrialRecord, counted, default_baseline, from_frozen, history,
+                          pareto_front, record, reference_point)
+from tuner.trials.reference import study_rule
 
 TREND = 5  # hypervolume values shown
 
@@ -91,12 +89,6 @@ def counts(records: Sequence[TrialRecord]) -> dict[str, int]:
     return out
 
 
-def spent(records: Sequence[TrialRecord]) -> int:
-    """Trials that spend the budget: running or finished, not duplicates nor stopped."""
-    return sum(1 for r in records if r.state == "running" or (
-        r.state in ("complete", "fail") and r.outcome not in (record.DUPLICATE, record.STOPPED)))
-
-
 def _best(spec: StudySpec, records: Sequence[TrialRecord]) -> Best | None:
     pick = pick_best(records, spec.objectives, limits_for(spec.slo.limits()))
     if pick.best is None:
@@ -105,17 +97,16 @@ def _best(spec: StudySpec, records: Sequence[TrialRecord]) -> Best | None:
     return Best(pick.best.number, pick.metric, pick.best.metric(pick.metric) or 0.0, g)
 
 
-def mean_trial_s(trials: Sequence[FrozenTrial]) -> float | None:
-    totals = [float(t.user_attrs["phases"]["total"]) for t in trials
-              if isinstance(t.user_attrs.get("phases"), dict)
-              and "total" in t.user_attrs["phases"]]
+def mean_trial_s(records: Sequence[TrialRecord]) -> float | None:
+    totals = [float(r.phases["total"]) for r in records
+              if isinstance(r.phases, Mapping) and "total" in r.phases]
     return sum(totals) / len(totals) if totals else None
 
 
 def build(spec: StudySpec, trials: Sequence[FrozenTrial], attrs: Mapping[str, Any],
           now: float, interval_s: float = HEARTBEAT_S) -> StudyStatus:
     """The status from one read of the study's trials and user attributes (pure)."""
-    records = tuple(sorted((from_frozen(t) for t in trials), key=lambda r: r.number))
+    records = tuple(sorted(map(from_frozen, trials), key=lambda r: r.number))
     goals = spec.objectives
     default = default_baseline(records)
     ref, _ = reference_point(default, goals, study_rule(spec))
@@ -123,13 +114,13 @@ def build(spec: StudySpec, trials: Sequence[FrozenTrial], attrs: Mapping[str, An
                                 goals, ref)]
     workers = tuple(views(attrs, now, interval_s))
     live = sum(1 for w in workers if w.alive)
-    mean = mean_trial_s(trials)
-    left = max(0, spec.search.n_trials - spent(records))
+    mean = mean_trial_s(records)
+    left = max(0, spec.search.n_trials - counted(records))
     eta = mean * left / live if mean is not None and live else (0.0 if not left else None)
     stop = attrs.get(STOP)
     return StudyStatus(
         name=spec.name, engine=spec.engine.kind, budget=spec.search.n_trials,
-        counted=spent(records), counts=counts(records), workers=workers,
+        counted=counted(records), counts=counts(records), workers=workers,
         best=_best(spec, records), default_trial=default.number if default else None,
         front_size=len(pareto_front(records, goals)), hypervolume=tuple(hv[-TREND:]),
         mean_trial_s=mean, eta_s=eta,
@@ -141,7 +132,7 @@ def read(name: str, url: str) -> StudyStatus:
     opened = open_study(name, url)
     study = opened.study
     trials = study.get_trials(deepcopy=False)
-    attrs = study._storage.get_study_user_attrs(study._study_id)
+    attrs = study.user_attrs
     return build(opened.spec, trials, attrs, time.time())
 
 

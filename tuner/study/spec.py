@@ -141,7 +141,7 @@ class SLOSection(_Section):
     p99_tpot_ms: float | None = Field(None, gt=0)
     p99_e2el_ms: float | None = Field(None, gt=0)
     # A floor on output tokens/s: the score's reference on the throughput side (points
-    # below it add no hypervolume; tuner/results/reference.py). Without it: half the
+    # below it add no hypervolume; tuner/trials/reference.py). Without it: half the
     # default's throughput. Not told to the sampler as a constraint.
     min_output_throughput: float | None = Field(None, gt=0)
 

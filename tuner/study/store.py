@@ -20,6 +20,8 @@ from tuner.space import SearchSpace, baselines, build_space
 from tuner.study.load import spec_from_json
 from tuner.study.spec import StudySpec, is_study_name
 from tuner.study.storage import mask, open_storage, sqlite_path
+from tuner.trials.queries import baseline_of
+from tuner.trials.record import TrialRecord
 
 SPEC, SPACE, RULES, OBJECTIVES, VERSION = (
     "tuner.spec", "tuner.space", "tuner.rules", "tuner.objectives", "tuner.version")
@@ -82,9 +84,8 @@ def create_study(spec: StudySpec, storage_url: str) -> tuple[OpenStudy, bool]:
     if spec.search.baselines:
         for b in baselines(space):
             params = {p.name: b.flags[p.name] for p in space.params}
-            study.enqueue_trial(params, user_attrs={"baseline": b.name,
-                                                    "launch": dict(b.launch),
-                                                    "flags": dict(b.flags)})
+            asked = TrialRecord(baseline=b.name, launch=dict(b.launch), flags=dict(b.flags))
+            study.enqueue_trial(params, user_attrs=asked.to_user_attrs())
     return OpenStudy(study, spec, space), True
 
 
@@ -133,7 +134,7 @@ def list_studies(storage_url: str) -> list[StudyRow]:
         states: dict[str, int] = {}
         for t in trials:
             states[t.state.name.lower()] = states.get(t.state.name.lower(), 0) + 1
-        queued = sum(1 for t in trials if t.state.name == "WAITING" and "baseline" in t.user_attrs)
+        queued = sum(1 for t in trials if t.state.name == "WAITING" and baseline_of(t))
         rows.append(StudyRow(s.study_name, str(s.user_attrs.get(RULES, "-")),
                              tuple(d.name.lower() for d in s.directions), states, queued))
     return rows

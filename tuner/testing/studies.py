@@ -3,7 +3,7 @@
 ``make_study(storage_url, kind)`` creates a study from a study spec (``create_study``,
 which enqueues the three baselines), asks and tells the baselines as a worker does, then
 stores seeded random proposals, put through the rule set as the runner does, each in one
-write (``study.add_trial``), all told with ``tuner.record``'s outcomes. The metrics come from a small, plausible model of vLLM serving Llama-3-8B on an
+write (``study.add_trial``), all told with ``tuner.trials.record``'s outcomes. The metrics come from a small, plausible model of vLLM serving Llama-3-8B on an
 H200 (random 1024 in / 128 out at concurrency 256): a larger token budget buys throughput
 and costs inter-token latency, chunked prefill lowers it, eager mode costs speed, a high
 memory share with many sequences runs out of memory. It is a fixture, not a simulator.
@@ -27,6 +27,7 @@ Kinds:
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import itertools
 import math
 import random
@@ -44,12 +45,13 @@ import sqlalchemy
 from optuna.trial import TrialState
 from sqlalchemy import event
 
-from tuner import record
 from tuner.runner.tell import tell
 from tuner.space import SearchSpace, flags_argv, repair
 from tuner.space.draw import draw_value
 from tuner.study import OpenStudy, StudySpec, create_study, open_study
 from tuner.study.spec import ModelSection, SLOSection, WorkloadSection
+from tuner.trials import record
+from tuner.trials.record import TrialRecord
 
 KINDS = ("mixed", "empty", "only-failed", "no-slo-met")
 MODEL_PATH = "/models/llama3-8b"
@@ -94,23 +96,24 @@ def _command(spec: StudySpec, launch: Mapping[str, Any]) -> list[str]:
             *flags_argv(launch), "--load-format", "dummy"]
 
 
-def _propose(space: SearchSpace, params: Mapping[str, Any]) -> tuple[dict, dict, str | None]:
-    """(attrs, flags, infeasible reason) as the runner's proposal step makes them."""
+def _propose(space: SearchSpace, params: Mapping[str, Any]) -> tuple[TrialRecord, dict,
+                                                                      str | None]:
+    """(record, flags, infeasible reason) as the runner's proposal step makes them."""
     fixed = repair(space, space.complete(params))
-    attrs: dict[str, Any] = {"flags": dict(fixed.flags), "launch": dict(fixed.flags)}
-    if fixed.fixed_rules:
-        attrs["repaired"] = list(fixed.fixed_rules)
-    return attrs, dict(fixed.flags), fixed.infeasible
+    asked = TrialRecord(flags=dict(fixed.flags), launch=dict(fixed.flags),
+                        repaired=tuple(fixed.fixed_rules))
+    return asked, dict(fixed.flags), fixed.infeasible
 
 
-def _run_attrs(spec: StudySpec, attrs: dict, n: int) -> dict:
-    return {**attrs, "command": _command(spec, attrs["launch"]), "engine": "vllm",
-            "host": "gpu-host-1", "worker": "gpu-host-1-0", "vllm_version": "0.24.0",
-            "gpu_name": "NVIDIA H200", "phases": {"start": 52.0 + n % 5, "benchmark": 41.0}}
+def _run_attrs(spec: StudySpec, attrs: TrialRecord, n: int) -> TrialRecord:
+    return dataclasses.replace(
+        attrs, command=tuple(_command(spec, attrs.launch)), engine="vllm", host="gpu-host-1",
+        worker="gpu-host-1-0", vllm_version="0.24.0", gpu_name="NVIDIA H200",
+        phases={"start": 52.0 + n % 5, "benchmark": 41.0})
 
 
-def _told(kind: str, spec: StudySpec, attrs: dict, flags: dict, infeasible: str | None,
-          i: int, rng: random.Random) -> record.Told:
+def _told(kind: str, spec: StudySpec, attrs: TrialRecord, flags: dict, infeasible: str | None,
+          i: int, rng: random.Random) -> TrialRecord:
     if infeasible:
         return record.infeasible(spec, {"class": "rules", "message": infeasible,
                                         "log_tail": ""}, attrs)
@@ -119,11 +122,12 @@ def _told(kind: str, spec: StudySpec, attrs: dict, flags: dict, infeasible: str 
         return record.failed({"class": "crashed", "message": "engine exited with code -9 "
                               "during the benchmark", "log_tail": "Killed"}, attrs)
     if (flags["gpu_memory_utilization"] >= 0.93 and not flags["enforce_eager"]
-            and flags["max_num_seqs"] > 512 and "baseline" not in attrs):
+            and flags["max_num_seqs"] > 512 and not attrs.baseline):
         return record.infeasible(spec, {"class": "oom", "message": "CUDA out of memory while "
                                         "capturing CUDA graphs", "log_tail": "OOM"}, attrs)
     kv = int(920_192 * flags["gpu_memory_utilization"] / 0.92)  # 920,192 at vLLM 0.24's 0.92
-    return record.measured(spec, metrics_for(flags, rng), {**attrs, "kv_cache_tokens": kv})
+    return record.measured(spec, metrics_for(flags, rng),
+                           dataclasses.replace(attrs, kv_cache_tokens=kv))
 
 
 # What a converging search proposes on this model: chunked prefill with a budget below the
@@ -178,16 +182,16 @@ class _Teller:
 
     def __init__(self, kind: str, spec: StudySpec, seed: int) -> None:
         self.kind, self.spec, self.rng = kind, spec, random.Random(seed)
-        self.measured: dict[str, tuple[int, record.Told]] = {}
+        self.measured: dict[str, TrialRecord] = {}
 
-    def told(self, number: int, attrs: dict, flags: dict, infeasible: str | None) -> record.Told:
+    def told(self, number: int, attrs: TrialRecord, flags: dict,
+             infeasible: str | None) -> TrialRecord:
         key = record.flags_key(flags)
         if key in self.measured and self.kind != "only-failed":
-            n, seen = self.measured[key]
-            return record.duplicate(n, seen.values, seen.constraints, seen.attrs, attrs)
+            return record.duplicate(self.measured[key], attrs)
         told = _told(self.kind, self.spec, attrs, flags, infeasible, number, self.rng)
-        if told.attrs["outcome"] == record.MEASURED:
-            self.measured[key] = (number, told)
+        if told.outcome == record.MEASURED:
+            self.measured[key] = dataclasses.replace(told, number=number)
         return told
 
 
@@ -221,9 +225,9 @@ def _build(storage_url: str, kind: str, n: int, seed: int, name: str | None,
     waiting = len(study.get_trials(deepcopy=False, states=(TrialState.WAITING,)))
     for number in range(min(n, waiting)):  # the baselines, asked and told as a worker does
         trial = study.ask(dists)
-        a = trial.user_attrs
-        attrs = {"baseline": a["baseline"], "flags": a["flags"], "launch": a["launch"]}
-        tell(study, trial, teller.told(number, attrs, dict(a["flags"]), None))
+        a = TrialRecord.from_user_attrs(trial.user_attrs)
+        asked = TrialRecord(baseline=a.baseline, flags=a.flags, launch=a.launch)
+        tell(study, trial, teller.told(number, asked, dict(a.flags), None))
     proposals = _proposals(kind, opened.space, seed)
     for number in range(waiting, n):  # the rest stored in one write each
         params = next(proposals)
@@ -232,7 +236,7 @@ def _build(storage_url: str, kind: str, n: int, seed: int, name: str | None,
         study.add_trial(optuna.trial.create_trial(
             state=TrialState.COMPLETE if told.state == "complete" else TrialState.FAIL,
             values=list(told.values) if told.values is not None else None, params=params,
-            distributions=dists, user_attrs=dict(told.attrs),
+            distributions=dists, user_attrs=told.to_user_attrs(),
             constraints=dict(told.constraints) or None))
     if in_progress:
         study.ask(dists)

@@ -1,4 +1,4 @@
-"""Pareto selection over trial records (pure).
+"""Pareto selection over trial records, and plain non-dominance for the search (pure).
 
 Objectives are the study's (``spec.objectives``: a metric and a direction). Only measured,
 feasible trials compete: started, every SLO met. A duplicate copies another trial's
@@ -9,14 +9,15 @@ first trial that measured them.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Protocol, TypeVar
 
-from tuner import record
-from tuner.results.records import TrialRecord
+from tuner.trials.record import TrialRecord, flags_key
+
+T = TypeVar("T")
 
 
 class Goal(Protocol):
-    """What the results need of an objective (``tuner.study.spec.Objective`` fits)."""
+    """What Pareto selection needs of an objective (``tuner.study.spec.Objective`` fits)."""
 
     metric: str
     direction: str
@@ -49,7 +50,7 @@ def unique_configs(records: Sequence[TrialRecord]) -> list[TrialRecord]:
     seen: set[str] = set()
     out = []
     for r in sorted(records, key=lambda r: r.number):
-        key = record.flags_key(r.flags)
+        key = flags_key(r.flags)
         if key not in seen:
             seen.add(key)
             out.append(r)
@@ -69,3 +70,10 @@ def pareto_front(records: Sequence[TrialRecord], goals: Sequence[Goal]) -> list[
     front = [r for r in cands
              if not any(dominates(vecs[o.number], vecs[r.number], goals) for o in cands)]
     return sorted(front, key=lambda r: (minimised(vecs[r.number], goals), r.number))
+
+
+def nondominated(items: Sequence[T], vectors: Sequence[Sequence[float]]) -> list[T]:
+    """The items whose vector (lower is better on every axis) no other vector dominates;
+    equal vectors do not dominate each other."""
+    return [items[i] for i, a in enumerate(vectors)
+            if not any(all(x <= y for x, y in zip(b, a)) and b != a for b in vectors)]

@@ -1,7 +1,7 @@
 """Hypervolume of the feasible measured trials, and how it grew trial after trial (pure).
 
 The reference point spans the trade-off the study's SLOs allow
-(``tuner.results.reference``: the SLO limit or twice the default's p99 ITL, the floor or
+(``tuner.trials.reference``: the SLO limit or twice the default's p99 ITL, the floor or
 half the default's throughput). Only points better than the reference on every objective
 count.
 """
@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from tuner.results.pareto import Goal, candidates, minimised, vector
-from tuner.results.records import TrialRecord
-from tuner.results.reference import ReferenceRule
+from tuner.trials.pareto import Goal, candidates, minimised, vector
+from tuner.trials.record import TrialRecord
+from tuner.trials.reference import ReferenceRule
 
 
 def hypervolume(points: Sequence[Sequence[float]], reference: Sequence[float]) -> float:

@@ -1,0 +1,22 @@
+"""Trials: the one typed trial record every layer reads, and the questions asked of it.
+
+    record.TrialRecord      one trial: Optuna's fields and every user attribute, typed
+    record.measured(...)    the builders of a told record (infeasible, duplicate, ...)
+    queries                 load_records, counted, best_value, default_baseline, ...
+    pareto, hypervolume     the front and its volume (pure), for the results and the search
+
+Imports run one way: the runner and the search write and read records, the results and the
+service read them; nothing here imports any of those (``tests/unit/test_imports.py``).
+"""
+
+from tuner.trials.hypervolume import history, hypervolume, reference_point
+from tuner.trials.pareto import Goal, dominates, nondominated, pareto_front
+from tuner.trials.queries import (already_measured, best_value, counted, counts,
+                                  default_baseline, describe_counts, from_frozen, load_records)
+from tuner.trials.record import Outcome, TrialRecord, flags_key
+
+__all__ = [
+    "Goal", "Outcome", "TrialRecord", "already_measured", "best_value", "counted", "counts",
+    "default_baseline", "describe_counts", "dominates", "flags_key", "from_frozen", "history",
+    "hypervolume", "load_records", "nondominated", "pareto_front", "reference_point",
+]

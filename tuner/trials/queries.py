@@ -1,0 +1,121 @@
+"""Questions the layers ask of a study's trials (pure over records, but ``load_records``).
+
+``load_records`` is the only storage read: one ``get_trials`` call, no transaction held, so
+a study in progress can be read at any time. Everything else is a pure function over the
+records: which trials spend the budget (``counted``), the best measured value so far
+(``best_value``), vLLM's default baseline, an earlier trial with the same effective flags
+(``already_measured``), the counts per outcome. ``outcome_of``, ``flags_of``,
+``baseline_of`` and ``started`` read one attribute of an Optuna ``FrozenTrial`` without
+building its whole record (the search asks them of every trial for every proposal).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import optuna
+from optuna.trial import FrozenTrial, TrialState
+
+from tuner import optuna_adapter
+from tuner.trials.record import (COMPLETE, DEFAULT_BASELINE, DUPLICATE, FAIL, INFEASIBLE,
+                                 MEASURED, RUNNING, STARTS, STOPPED, Outcome, TrialRecord,
+                                 flags_key)
+
+
+def from_frozen(t: FrozenTrial) -> TrialRecord:
+    """The record of a stored trial (pure: reads only the given object)."""
+    return TrialRecord.from_user_attrs(
+        t.user_attrs, number=t.number, state=t.state.name.lower(),
+        values=tuple(float(v) for v in t.values) if t.values is not None else None,
+        constraints=dict(t.constraints or {}), trial_id=optuna_adapter.frozen_trial_id(t))
+
+
+def load_records(study: optuna.Study) -> tuple[TrialRecord, ...]:
+    """Every trial of ``study`` (any state), in trial-number order."""
+    trials = study.get_trials(deepcopy=False)
+    return tuple(sorted((from_frozen(t) for t in trials), key=lambda r: r.number))
+
+
+def counted(records: Sequence[TrialRecord]) -> int:
+    """Trials that spend the study's budget: finished or running, not duplicates or stopped."""
+    return sum(1 for r in records
+               if r.state == RUNNING or (r.state == COMPLETE and r.outcome != DUPLICATE)
+               or (r.state == FAIL and r.outcome != STOPPED))
+
+
+def best_value(records: Sequence[TrialRecord], direction: str) -> float | None:
+    """The best value of the first objective among measured trials that met every
+    constraint (None before one did)."""
+    best = None
+    for r in records:
+        if r.state != COMPLETE or r.outcome != MEASURED or any(
+                v > 0 for v in r.constraints.values()):
+            continue
+        v = r.values[0]
+        if best is None or (v > best if direction == "maximize" else v < best):
+            best = v
+    return best
+
+
+def default_baseline(records: Sequence[TrialRecord]) -> TrialRecord | None:
+    """The measured trial of vLLM's default configuration, if there is one."""
+    return next((r for r in records if r.baseline == DEFAULT_BASELINE and r.measured), None)
+
+
+def already_measured(records: Sequence[TrialRecord], flags: Mapping[str, Any],
+                     exclude: int) -> TrialRecord | None:
+    """An earlier finished trial with the same effective flags that was measured or found
+    infeasible (a duplicate's source is followed to the original)."""
+    key = flags_key(flags)
+    for r in records:
+        if (r.state == COMPLETE and r.number != exclude and r.outcome in (MEASURED, INFEASIBLE)
+                and flags_key(r.flags) == key):
+            return r
+    return None
+
+
+def counts(records: Sequence[TrialRecord]) -> dict[str, int]:
+    """How many trials per outcome (or per state while not told)."""
+    out: dict[str, int] = {}
+    for r in records:
+        key = r.outcome.value if r.told and r.outcome else r.state
+        out[key] = out.get(key, 0) + 1
+    return out
+
+
+def describe_counts(records: Sequence[TrialRecord]) -> str:
+    """'12 trials: 8 measured, 2 infeasible, ...' for messages."""
+    c = counts(records)
+    if not c:
+        return "no trials"
+    parts = ", ".join(f"{v} {k}" for k, v in sorted(c.items(), key=lambda kv: -kv[1]))
+    return f"{len(records)} trials: {parts}"
+
+
+# One attribute of an Optuna trial, for the search's hot loops --------------------------
+
+def outcome_of(t: FrozenTrial) -> Outcome | None:
+    value = t.user_attrs.get("outcome")
+    return None if value is None else Outcome(value)
+
+
+def flags_of(t: FrozenTrial) -> dict[str, Any]:
+    return dict(t.user_attrs.get("flags") or {})
+
+
+def baseline_of(t: FrozenTrial) -> str | None:
+    return t.user_attrs.get("baseline")
+
+
+def is_default_baseline(t: FrozenTrial) -> bool:
+    return baseline_of(t) == DEFAULT_BASELINE
+
+
+def started(t: FrozenTrial) -> bool:
+    """Measured: complete with finite values, neither ``starts`` > 0 nor infeasible."""
+    return (t.state == TrialState.COMPLETE and t.values is not None
+            and all(math.isfinite(v) for v in t.values)
+            and (t.constraints or {}).get(STARTS, 0.0) <= 0
+            and outcome_of(t) != INFEASIBLE)

@@ -1,0 +1,260 @@
+"""The trial record: what every trial stores, shared by the runner, the search, the results
+and the API.
+
+``TrialRecord`` is one frozen, typed record per trial. Its trial fields (``number``,
+``state``, ``values``, ``constraints``, ``trial_id``) come from Optuna; every other field is
+one of the trial's user attributes, stored under the field's own name, so each key is
+spelled once: here. ``to_user_attrs()`` writes the attributes (JSON-safe, fields at their
+default left out) and ``from_user_attrs()`` / ``from_frozen()`` read them back; keys this
+version does not know (an older or newer tuner wrote them) are kept in ``extra`` and written
+back as they were, and keys an older study lacks read as the field's default, so old
+studies still load.
+
+A record is also what the runner tells the study: the builders below (``measured``,
+``infeasible``, ``duplicate``, ``failed``, ``stopped``) turn a base record (the proposal's
+flags, the worker, the command...) into a told one, and ``dataclasses.replace`` adds
+attributes on the way (phases, the cross-check). The outcomes (``Outcome``):
+
+``measured``   the server started and was benchmarked: values from the metrics; constraint
+               ``starts`` = 0 and one ``slo:<metric>`` = value - limit per SLO.
+``infeasible`` the configuration could not start (the rules, or vLLM refused it, or it ran
+               out of memory): told as COMPLETE with ``starts`` = 1, the study's worst
+               acceptable values, and ``failure`` = {class, message, log_tail}, so that
+               constrained samplers learn the infeasible region.
+``duplicate``  its effective flags were already measured: told with that measurement and
+               ``duplicate_of`` = the measured trial's number, without a launch.
+``failed``     the server crashed or hung during the benchmark: FAIL, with ``failure``.
+``stopped``    the user stopped the worker: FAIL with ``stopped`` = true; enqueued again.
+
+Adding an attribute is a one-place change: add a field to ``TrialRecord`` with a default
+(None, (), {} or False: an old study then reads it as that) and a line in the field list
+below. ``to_user_attrs`` / ``from_user_attrs`` go over the fields, so nothing else changes;
+a field whose stored form is not plain JSON (a tuple, an int, a typed value) names its
+reader in ``_READ``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Mapping
+
+if TYPE_CHECKING:  # the builders read a spec; trials/ imports no layer above it
+    from tuner.study.spec import StudySpec
+
+
+class Outcome(str, enum.Enum):
+    """What became of a told trial (see the module docstring); equal to its text."""
+
+    MEASURED = "measured"
+    INFEASIBLE = "infeasible"
+    DUPLICATE = "duplicate"
+    FAILED = "failed"
+    STOPPED = "stopped"
+
+    __str__ = str.__str__        # its text, as enum.StrEnum does (Python 3.11+)
+    __format__ = str.__format__
+
+
+MEASURED, INFEASIBLE, DUPLICATE, FAILED, STOPPED = tuple(Outcome)
+STARTS = "starts"                # the constraint that says a configuration did not start
+SLO_PREFIX = "slo:"              # one constraint per SLO: slo:<metric>
+DEFAULT_BASELINE = "default"     # the baseline that launches vLLM's defaults
+
+# Optuna's trial states as the records spell them (``TrialState.name.lower()``).
+COMPLETE, FAIL, RUNNING, WAITING = "complete", "fail", "running", "waiting"
+TRIAL_FIELDS = ("number", "state", "values", "constraints", "trial_id")
+
+
+@dataclass(frozen=True)
+class TrialRecord:
+    """One trial: Optuna's fields, then its user attributes (all JSON-safe once written)."""
+
+    # Optuna's own fields (not user attributes)
+    number: int = -1                        # -1 while the record is being made
+    state: str = RUNNING                    # complete | fail | running | waiting | pruned
+    values: tuple[float, ...] | None = None
+    constraints: Mapping[str, float] = field(default_factory=dict)
+    trial_id: int | None = None             # the storage's id (for the dashboard's notes)
+    # user attributes
+    outcome: Outcome | None = None          # None while not told
+    flags: Mapping[str, Any] = field(default_factory=dict)   # effective, every tuned flag
+    launch: Mapping[str, Any] = field(default_factory=dict)  # on the command line
+    command: tuple[str, ...] = ()           # the full server argv
+    baseline: str | None = None             # default | article | article-chunked
+    repaired: tuple[str, ...] = ()          # rule ids that moved the proposal
+    metrics: Mapping[str, float] = field(default_factory=dict)  # vLLM's metric names
+    server: Mapping[str, Any] | None = None     # /metrics deltas: preemptions, ...
+    noise: Mapping[str, Any] | None = None      # run-to-run noise per metric (relative)
+    client: Mapping[str, Any] | None = None     # the load generator's lag; valid false: it
+    #                                             was the bottleneck
+    failures: Mapping[str, Any] | None = None   # failed requests by reason
+    rejected_runs: tuple[str, ...] = ()     # why benchmark runs were repeated
+    kv_cache_tokens: int | None = None      # KV-cache size from the startup log
+    vllm_version: str | None = None
+    gpu_name: str | None = None
+    engine: str | None = None               # vllm | sim | ...
+    host: str | None = None
+    worker: str | None = None
+    gpus: tuple[int, ...] = ()
+    log: str | None = None                  # the server's log file
+    phases: Mapping[str, float] | None = None   # seconds: start, warmup, benchmark, stop...
+    failure: Mapping[str, Any] | None = None    # {class, message, log_tail} when not measured
+    duplicate_of: int | None = None         # duplicates: the measured trial's number
+    stopped: bool = False                   # stopped trials only
+    interrupted: bool = False               # measured, then the worker was interrupted
+    recorded_for: int | None = None         # a copy told for a trial closed meanwhile
+    vllm_bench: Mapping[str, Any] | None = None  # `vllm bench serve`'s figures (cross-check)
+    extra: Mapping[str, Any] = field(default_factory=dict)  # attributes this version does
+    #                                                         not know, kept as they are
+
+    def __post_init__(self) -> None:
+        if self.outcome is not None and not isinstance(self.outcome, Outcome):
+            object.__setattr__(self, "outcome", Outcome(self.outcome))
+
+    @property
+    def told(self) -> bool:
+        return self.state in (COMPLETE, FAIL)
+
+    @property
+    def measured(self) -> bool:
+        """Started and benchmarked here (duplicates copy another trial's measurement)."""
+        return self.state == COMPLETE and self.outcome == MEASURED and bool(self.metrics)
+
+    @property
+    def violation(self) -> float:
+        """Sum of the positive constraint values (0 when feasible)."""
+        return sum(max(0.0, float(v)) for v in self.constraints.values())
+
+    @property
+    def feasible(self) -> bool:
+        """Started, and every constraint (starts, each SLO) <= 0."""
+        return bool(self.constraints) and self.violation == 0.0
+
+    @property
+    def client_valid(self) -> bool:
+        """False when the load generator, not the server, was the bottleneck."""
+        return bool((self.client or {}).get("valid", True))
+
+    def metric(self, name: str) -> float | None:
+        value = self.metrics.get(name)
+        return None if value is None else float(value)
+
+    def to_user_attrs(self) -> dict[str, Any]:
+        """The user attributes to store (fields at their default are left out)."""
+        out: dict[str, Any] = dict(self.extra)
+        for f in _ATTR_FIELDS:
+            value = getattr(self, f.name)
+            if value != _default(f):
+                out[f.name] = _json(value)
+        return out
+
+    @classmethod
+    def from_user_attrs(cls, attrs: Mapping[str, Any], **trial: Any) -> TrialRecord:
+        """The record of stored user attributes (``trial``: number, state, values...)."""
+        known = {f.name for f in _ATTR_FIELDS}
+        kwargs = {k: _READ.get(k, _same)(v) for k, v in attrs.items()
+                  if k in known and v is not None}
+        extra = {k: v for k, v in attrs.items() if k not in known}
+        return cls(**trial, **kwargs, extra=extra)
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+def _numbers(value: Mapping[str, Any]) -> dict[str, float]:
+    return {k: float(v) for k, v in (value or {}).items()
+            if isinstance(v, (int, float)) and not isinstance(v, bool)}
+
+
+def _int_or_none(value: Any) -> int | None:
+    return int(value) if isinstance(value, (int, float)) and math.isfinite(value) else None
+
+
+# How a stored attribute becomes its field, where JSON's form is not the field's.
+_READ: dict[str, Callable[[Any], Any]] = {
+    "outcome": Outcome,
+    "flags": dict, "launch": dict,
+    "metrics": _numbers,
+    "command": lambda v: tuple(str(w) for w in v),
+    "repaired": lambda v: tuple(str(w) for w in v),
+    "rejected_runs": lambda v: tuple(str(w) for w in v),
+    "gpus": lambda v: tuple(int(g) for g in v),
+    "kv_cache_tokens": _int_or_none,
+    "stopped": bool, "interrupted": bool,
+}
+
+_ATTR_FIELDS = tuple(f for f in dataclasses.fields(TrialRecord)
+                     if f.name not in TRIAL_FIELDS and f.name != "extra")
+
+
+def _default(f: dataclasses.Field) -> Any:
+    return f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+
+
+def _json(value: Any) -> Any:
+    if isinstance(value, Outcome):
+        return value.value
+    if isinstance(value, tuple):
+        return list(value)
+    if isinstance(value, Mapping):
+        return dict(value)
+    return value
+
+
+# Building the told record -------------------------------------------------------------
+
+def objective_values(spec: StudySpec, metrics: Mapping[str, float]) -> tuple[float, ...]:
+    return tuple(float(metrics[o.metric]) for o in spec.objectives)
+
+
+def slo_constraints(spec: StudySpec, metrics: Mapping[str, float] | None) -> dict[str, float]:
+    """One constraint per SLO: value - limit (<= 0 is met); 1.0 when nothing was measured."""
+    out = {}
+    for metric, limit in spec.slo.limits().items():
+        value = None if metrics is None else metrics.get(metric)
+        out[SLO_PREFIX + metric] = 1.0 if value is None else float(value) - limit
+    return out
+
+
+def measured(spec: StudySpec, metrics: Mapping[str, float], base: TrialRecord) -> TrialRecord:
+    cons = {STARTS: 0.0, **slo_constraints(spec, metrics)}
+    return dataclasses.replace(base, state=COMPLETE, values=objective_values(spec, metrics),
+                               constraints=cons, outcome=MEASURED, metrics=dict(metrics))
+
+
+def infeasible(spec: StudySpec, failure: Mapping[str, Any], base: TrialRecord) -> TrialRecord:
+    values = tuple(spec.worst_value(o) for o in spec.objectives)
+    cons = {STARTS: 1.0, **slo_constraints(spec, None)}
+    return dataclasses.replace(base, state=COMPLETE, values=values, constraints=cons,
+                               outcome=INFEASIBLE, failure=dict(failure))
+
+
+# What a duplicate copies from the trial that measured its flags (unless its own base has it).
+DUPLICATED = ("metrics", "server", "kv_cache_tokens", "failure")
+
+
+def duplicate(of: TrialRecord, base: TrialRecord) -> TrialRecord:
+    copied = {k: getattr(of, k) for k in DUPLICATED
+              if getattr(base, k) in (None, {}) and getattr(of, k) not in (None, {})}
+    return dataclasses.replace(base, state=COMPLETE, values=tuple(of.values),
+                               constraints=dict(of.constraints), outcome=DUPLICATE,
+                               duplicate_of=of.number, **copied)
+
+
+def failed(failure: Mapping[str, Any], base: TrialRecord) -> TrialRecord:
+    return dataclasses.replace(base, state=FAIL, values=None, constraints={},
+                               outcome=FAILED, failure=dict(failure))
+
+
+def stopped(base: TrialRecord) -> TrialRecord:
+    return dataclasses.replace(base, state=FAIL, values=None, constraints={},
+                               outcome=STOPPED, stopped=True)
+
+
+def flags_key(flags: Mapping[str, Any]) -> str:
+    """A canonical key of effective flags, to find repeated configurations."""
+    return ";".join(f"{k}={flags[k]!r}" for k in sorted(flags))
