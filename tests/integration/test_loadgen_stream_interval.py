@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from tuner import record
 from tuner.loadgen import LoadSpec, WorkloadSpec, gaps, run_benchmark
 from tuner.runner.measure import Slot, measure
 from tuner.study.spec import (EngineSection, ModelSection, Objective, StudySpec,
                               WorkloadSection)
 from tuner.testing.fake_server import FakeScript, FakeServer
+from tuner.trials import record
 
 pytestmark = pytest.mark.integration
 
@@ -78,21 +78,21 @@ def _study(tmp_path: Path, stream_interval: int, itl_metric: str) -> StudySpec:
         engine=EngineSection(command=command, extra_args=[], start_timeout_s=30))
 
 
-def _measure(spec: StudySpec, tmp_path: Path) -> record.Told:
+def _measure(spec: StudySpec, tmp_path: Path) -> record.TrialRecord:
     slot = Slot(gpus=(), logs=tmp_path, worker="w", host="h")
-    return measure(spec, {}, {}, 0, slot, {}, lambda _phase: None)
+    return measure(spec, {}, {}, 0, slot, record.TrialRecord(), lambda _phase: None)
 
 
 def test_the_runner_refuses_an_itl_it_could_not_see(tmp_path):
     told = _measure(_study(tmp_path, 0, "p99_itl_ms"), tmp_path)
-    assert told.state == "fail" and told.attrs["outcome"] == record.FAILED
-    failure = told.attrs["failure"]
+    assert told.state == "fail" and told.outcome == record.FAILED
+    failure = told.failure
     assert failure["class"] == "invalid-measurement"
     assert failure["message"].startswith("p99_itl_ms: ITL not observable")
-    assert "rejected_runs" not in told.attrs  # the server's batching: no second run
+    assert "rejected_runs" not in told.to_user_attrs()  # the server's batching: no second run
 
 
 def test_the_runner_tells_the_per_token_itl_of_a_batching_server(tmp_path):
     told = _measure(_study(tmp_path, 4, "p99_itl_per_token_ms"), tmp_path)
-    assert told.state == "complete" and told.attrs["outcome"] == record.MEASURED
-    assert told.values[1] > 0 and told.attrs["metrics"]["multi_token_messages"] > 0
+    assert told.state == "complete" and told.outcome == record.MEASURED
+    assert told.values[1] > 0 and told.metrics["multi_token_messages"] > 0

@@ -2,12 +2,11 @@
 
 import pytest
 
-from tuner.results.hypervolume import history, hypervolume, reference_point
-from tuner.results.pareto import minimised
-from tuner.results.records import TrialRecord
-from tuner.trials.reference import FLOOR_SHARE, LATENCY_MULTIPLE, rule_for, study_rule
 from tuner.study.spec import DEFAULT_OBJECTIVES, SLOSection
 from tuner.testing.studies import study_spec
+from tuner.trials import TrialRecord, history, hypervolume, reference_point
+from tuner.trials.pareto import minimised
+from tuner.trials.reference import FLOOR_SHARE, LATENCY_MULTIPLE, rule_for, study_rule
 
 GOALS = DEFAULT_OBJECTIVES
 
