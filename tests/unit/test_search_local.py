@@ -19,6 +19,13 @@ def space(study_file):
     return build_space(load_study_file(study_file('[model]\npath = "models/llama3-8b"\n')))
 
 
+@pytest.fixture
+def lossy_space(study_file):
+    """The same space with the fp8 KV cache opted in (``[space] lossy``)."""
+    return build_space(load_study_file(study_file(
+        '[model]\npath = "models/llama3-8b"\n[space]\nlossy = ["kv_cache_dtype"]\n')))
+
+
 def _study(seed=0):
     return optuna.create_study(directions=["maximize", "minimize"],
                                sampler=LocalSampler(optuna.samplers.RandomSampler(seed=seed),
@@ -42,7 +49,7 @@ def _after_the_baselines(space):
     return study, dists
 
 
-def test_after_the_baselines_come_the_one_flag_probes_from_the_default(space):
+def _probes_from_the_default(space):
     study, dists = _after_the_baselines(space)
     default = next(t.params for t in study.trials if t.user_attrs.get("baseline") == "default")
     seen_moves = []
@@ -54,7 +61,19 @@ def test_after_the_baselines_come_the_one_flag_probes_from_the_default(space):
             assert 1 <= len(changed) <= 2, changed  # one or two flags moved
             seen_moves.append(tuple(sorted(changed.items())))
         study.tell(t, _toy(t.params))
+    return default, seen_moves
+
+
+def test_an_opted_in_study_probes_the_fp8_kv_cache_first(lossy_space):
+    _, seen_moves = _probes_from_the_default(lossy_space)
     assert (("kv_cache_dtype", "fp8"),) == seen_moves[0]
+
+
+def test_after_the_baselines_come_the_one_flag_probes_from_the_default(space):
+    """(Before issue 17 the fp8 KV cache was the first probe; the default space is now
+    lossless, so the probe has no value to move to and is skipped.)"""
+    default, seen_moves = _probes_from_the_default(space)
+    assert not any(name == "kv_cache_dtype" for move in seen_moves for name, _ in move)
     assert (("max_num_seqs", default["max_num_seqs"] // 4),) in seen_moves
     assert (("max_num_batched_tokens", default["max_num_batched_tokens"] // 2),) in seen_moves
     assert (("enable_prefix_caching", not default["enable_prefix_caching"]),) in seen_moves

@@ -48,6 +48,9 @@ def _show(args: argparse.Namespace) -> int:
     print(f"\nrule set: {space.rules.name} ({space.rules.description})")
     for r in space.rules.rules:
         print(f"  - {r.id}: {r.text}")
+    print("lossy values opted in: " + ", ".join(space.lossy) if space.lossy else
+          "lossless: no flag value that changes the model's outputs is proposed "
+          "(opt in with [space] lossy = [...])")
     print(f"workload needs max_model_len >= {space.context.min_model_len}; "
           f"model context {space.context.model_max_len}")
     return 0

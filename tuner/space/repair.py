@@ -30,6 +30,9 @@ class Repaired:
 
 
 def _in_space(space: SearchSpace, flags: Mapping[str, Any]) -> str | None:
+    refused = ", ".join(f"{k}={v!r}" for k, v in space.refused(flags).items())
+    if refused:
+        return f"{refused}: lossy, and the study did not opt in"
     for p in space.params:
         if not p.contains(flags[p.name]):
             return f"{p.name}={flags[p.name]!r} falls outside {p.low}..{p.high}"
@@ -56,6 +59,6 @@ def repair(space: SearchSpace, flags: Mapping[str, Any]) -> Repaired:
                         "no valid configuration near: " + ", ".join(r.id for r in broken))
     outside = _in_space(space, current)
     if outside:
-        return Repaired(dict(flags), tuple(applied), f"repair by {applied[-1]} leaves the "
-                        f"space: {outside}")
+        how = f"repair by {applied[-1]} leaves the space" if applied else "outside the space"
+        return Repaired(dict(flags), tuple(applied), f"{how}: {outside}")
     return Repaired(current, tuple(dict.fromkeys(applied)))

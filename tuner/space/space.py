@@ -16,7 +16,8 @@ from optuna.distributions import (BaseDistribution, CategoricalDistribution,
 
 from tuner.space.defaults import vllm_defaults
 from tuner.space.check import check_fixed, check_names, check_override
-from tuner.space.params import CATALOGUE, Param
+from tuner.space.numerics import is_lossy, lossy_flags, lossy_names, numerics
+from tuner.space.params import CATALOGUE, Param, param
 from tuner.space.rules import Context, RuleSet, rule_set
 
 if TYPE_CHECKING:  # the study package imports this one
@@ -36,6 +37,7 @@ class SearchSpace:
     context: Context
     rules: RuleSet
     names: tuple[str, ...] = field(default=())
+    lossy: tuple[str, ...] = ()  # the flags whose lossy values the study opted in to
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "names", tuple(p.name for p in self.params) +
@@ -54,9 +56,15 @@ class SearchSpace:
         return flags
 
     def contains(self, flags: Mapping[str, Any]) -> bool:
-        """Every tuned value inside its range, every fixed value as fixed."""
+        """Every tuned value inside its range, every fixed value as fixed, no lossy value
+        the study did not opt in to."""
         return (all(p.contains(flags[p.name]) for p in self.params)
-                and all(flags.get(k) == v for k, v in self.fixed.items()))
+                and all(flags.get(k) == v for k, v in self.fixed.items())
+                and not self.refused(flags))
+
+    def refused(self, flags: Mapping[str, Any]) -> dict[str, Any]:
+        """The lossy values in ``flags`` that the study did not opt in to."""
+        return {k: v for k, v in lossy_flags(flags).items() if k not in self.lossy}
 
     def describe(self) -> dict[str, Any]:
         """JSON-safe summary, stored on the study and compared on re-creation."""
@@ -64,6 +72,7 @@ class SearchSpace:
             "rules": self.rules.name,
             "params": {name: repr(d) for name, d in self.distributions().items()},
             "fixed": dict(self.fixed),
+            **({"lossy": list(self.lossy)} if self.lossy else {}),
         }
 
 
@@ -95,6 +104,36 @@ def _round_range(p: Param) -> Param:
     return p
 
 
+def _opt_in_hint(name: str, value: Any) -> str:
+    exact = numerics(name).exact
+    return (f"{value!r} changes the model's outputs (lossy); opt in with [space] "
+            f"lossy = [\"{name}\"], or use {' / '.join(map(repr, exact))}")
+
+
+def _lossless(p: Param, opted_in: tuple[str, ...], ranged: bool) -> Param:
+    """``p`` without its lossy values unless the study opted in; a range that names one
+    without the opt-in is an error (ValueError naming the key and the fix)."""
+    entry = numerics(p.name)
+    if p.name in opted_in or entry.cls == "lossless" or p.kind != "choice":
+        return p
+    lossy = [c for c in p.choices if entry.lossy(c)]
+    if lossy and ranged:
+        raise ValueError(f"space.ranges.{p.name}: {_opt_in_hint(p.name, lossy[0])}")
+    return replace(p, choices=tuple(c for c in p.choices if not entry.lossy(c)))
+
+
+def _check_opt_in(sp: Any) -> tuple[str, ...]:
+    for name in sp.lossy:
+        param(name)  # KeyError names the known parameters
+        if name not in lossy_names():
+            raise ValueError(f"space.lossy: {name!r} is lossless ({numerics(name).reason}); "
+                             f"only {', '.join(lossy_names())} can be opted in")
+    for name, value in sp.fixed.items():
+        if name not in sp.lossy and is_lossy(name, value):
+            raise ValueError(f"space.fixed.{name}: {_opt_in_hint(name, value)}")
+    return tuple(dict.fromkeys(sp.lossy))
+
+
 def build_space(spec: StudySpec) -> SearchSpace:
     """The study's effective space; ValueError (naming the parameter) when it is empty."""
     model, hw, sp = spec.model, spec.hardware, spec.space
@@ -104,6 +143,7 @@ def build_space(spec: StudySpec) -> SearchSpace:
     defaults = vllm_defaults(ctx.model_max_len, hw.memory_gib, hw.gpu,
                              model.tensor_parallel_size)
     check_names(sp.fixed, sp.ranges, sp.exclude)
+    opted_in = _check_opt_in(sp)
     fixed: dict[str, Any] = {}
     params: list[Param] = []
     for p in CATALOGUE:
@@ -123,6 +163,7 @@ def build_space(spec: StudySpec) -> SearchSpace:
             p = replace(p, low=ctx.min_model_len, high=ctx.model_max_len)
         if p.name in sp.ranges:
             p = _narrow(p, sp.ranges[p.name])
+        p = _lossless(p, opted_in, p.name in sp.ranges)
         p = _round_range(p)
         if p.kind in ("int", "float") and p.low > p.high:
             raise ValueError(f"space.ranges.{p.name}: empty range {p.low}..{p.high}")
@@ -137,4 +178,5 @@ def build_space(spec: StudySpec) -> SearchSpace:
             to_distribution(p)
         except ValueError as e:  # e.g. a log scale over a range that reaches 0
             raise ValueError(f"space.ranges.{p.name}: {e}") from e
-    return SearchSpace(tuple(params), fixed, defaults, ctx, rule_set(sp.rules))
+    return SearchSpace(tuple(params), fixed, defaults, ctx, rule_set(sp.rules),
+                       lossy=opted_in)

@@ -134,12 +134,16 @@ DEFAULT_OBJECTIVES = (Objective(metric="output_throughput", direction="maximize"
 
 
 class SLOSection(_Section):
-    """Service-level objectives, told to the sampler as constraints (<= limit)."""
+    """Service-level objectives, told to the sampler as constraints (<= limit), and
+    floors (``min_*``)."""
 
     p99_itl_ms: float | None = Field(None, gt=0)
     p99_ttft_ms: float | None = Field(None, gt=0)
     p99_tpot_ms: float | None = Field(None, gt=0)
     p99_e2el_ms: float | None = Field(None, gt=0)
+    # The accuracy guard's floor (tuner/accuracy/): token agreement with the default's
+    # greedy completions, for trials with a lossy flag value; told as a constraint.
+    min_token_agreement: float | None = Field(None, ge=0, le=1)
     # A floor on output tokens/s: the score's reference on the throughput side (points
     # below it add no hypervolume; tuner/trials/reference.py). Without it: half the
     # default's throughput. Not told to the sampler as a constraint.
@@ -153,7 +157,7 @@ class SLOSection(_Section):
     def floors(self) -> dict[str, float]:
         """Lower bounds by metric (``min_output_throughput`` -> output_throughput)."""
         return {k.removeprefix("min_"): v for k, v in self.model_dump().items()
-                if v is not None and k.startswith("min_")}
+                if v is not None and k.startswith("min_") and k != "min_token_agreement"}
 
 
 class RangeOverride(_Section):
@@ -168,6 +172,18 @@ class SpaceSection(_Section):
     ranges: dict[str, RangeOverride] = Field(default_factory=dict)
     fixed: dict[str, Any] = Field(default_factory=dict)
     exclude: list[str] = Field(default_factory=list)
+    # Flags whose lossy values (tuner/space/numerics.py) the study opts in to; without
+    # them the space is lossless: those values are never proposed, fixed or ranged.
+    lossy: list[str] = Field(default_factory=list)
+
+
+class AccuracySection(_Section):
+    """The accuracy guard (tuner/accuracy/): the default baseline's greedy completions of
+    a fixed prompt set are the reference; every trial with a lossy flag value replays them."""
+
+    prompts: int = Field(32, ge=1, le=1024)
+    max_tokens: int = Field(64, ge=1, le=4096)
+    prompt_len: int = Field(32, ge=1)
 
 
 class SearchSection(_Section):
@@ -237,6 +253,7 @@ class StudySpec(_Section):
     objectives: list[Objective] = Field(default_factory=lambda: list(DEFAULT_OBJECTIVES))
     slo: SLOSection = SLOSection()
     space: SpaceSection = SpaceSection()
+    accuracy: AccuracySection = AccuracySection()
     search: SearchSection = SearchSection()
     engine: EngineSection = EngineSection()
 
