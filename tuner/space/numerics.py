@@ -10,7 +10,8 @@ outputs may differ at the last bit between any two loads. That is not a loss of 
 
 ``lossy`` flags change the numerics: values are stored or computed at a lower precision
 than the model's. Only the values outside ``exact`` are lossy (``kv_cache_dtype = "auto"``
-keeps the model's dtype). A study opts in per flag (``[space] lossy = [...]``); without it
+keeps the model's dtype; ``bfloat16`` or ``float16`` count as lossy, since they keep it only
+when the model has that dtype). A study opts in per flag (``[space] lossy = [...]``); without it
 the space refuses those values (``tuner.space.space.build_space``).
 
 A separate table rather than a field on ``Param`` so that adding a flag to the catalogue
