@@ -51,6 +51,7 @@ def test_values_vllm_accepts_outside_the_searched_range_are_kept(study_file, run
     ranges but inside vLLM's bounds: still accepted."""
     path = study_file(BASE + '[hardware]\ngpu = "l40s"\ngpu_memory_gib = 44\n[space]\n'
                       'fixed = { block_size = 128, gpu_memory_utilization = 0.4 }\n'
+                      'lossy = ["kv_cache_dtype"]\n'  # fp8_e5m2 is lossy: opted in (issue 17)
                       '[space.ranges.kv_cache_dtype]\nchoices = ["auto", "fp8_e5m2"]\n')
     code, out, err = run_cli("study", "create", path, "--storage", f"sqlite:///{tmp_path}/x.db")
     assert code == 0, err

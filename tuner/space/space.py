@@ -128,9 +128,6 @@ def _check_opt_in(sp: Any) -> tuple[str, ...]:
         if name not in lossy_names():
             raise ValueError(f"space.lossy: {name!r} is lossless ({numerics(name).reason}); "
                              f"only {', '.join(lossy_names())} can be opted in")
-    for name, value in sp.fixed.items():
-        if name not in sp.lossy and is_lossy(name, value):
-            raise ValueError(f"space.fixed.{name}: {_opt_in_hint(name, value)}")
     return tuple(dict.fromkeys(sp.lossy))
 
 
@@ -150,6 +147,8 @@ def build_space(spec: StudySpec) -> SearchSpace:
         if p.name in sp.fixed:
             value = sp.fixed[p.name]
             check_fixed(p, value)
+            if p.name not in opted_in and is_lossy(p.name, value):
+                raise ValueError(f"space.fixed.{p.name}: {_opt_in_hint(p.name, value)}")
             fixed[p.name] = value
             continue
         if p.name in sp.exclude:

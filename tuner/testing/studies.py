@@ -49,7 +49,7 @@ from tuner.runner.tell import tell
 from tuner.space import SearchSpace, flags_argv, repair
 from tuner.space.draw import draw_value
 from tuner.study import OpenStudy, StudySpec, create_study, open_study
-from tuner.study.spec import ModelSection, SLOSection, WorkloadSection
+from tuner.study.spec import ModelSection, SLOSection, SpaceSection, WorkloadSection
 from tuner.trials import record
 from tuner.trials.record import TrialRecord
 
@@ -58,13 +58,15 @@ MODEL_PATH = "/models/llama3-8b"
 
 
 def study_spec(name: str, p99_itl_ms: float = 150.0, p99_ttft_ms: float = 3000.0) -> StudySpec:
-    """A Llama-3-8B on H200 study with two objectives and two SLOs."""
+    """A Llama-3-8B on H200 study with two objectives and two SLOs; it opts in to the fp8
+    KV cache (a lossy value, ``[space] lossy``) that its converging search proposes."""
     return StudySpec(
         name=name, description="fixture: Llama-3-8B on an H200, random 1024/128",
         model=ModelSection(path=MODEL_PATH, served_name="llama3-8b", dtype="bfloat16",
                            context_len=8192, num_attention_heads=32, vocab_size=128256),
         workload=WorkloadSection(input_len=1024, output_len=128, max_concurrency=256),
-        slo=SLOSection(p99_itl_ms=p99_itl_ms, p99_ttft_ms=p99_ttft_ms))
+        slo=SLOSection(p99_itl_ms=p99_itl_ms, p99_ttft_ms=p99_ttft_ms),
+        space=SpaceSection(lossy=["kv_cache_dtype"]))
 
 
 def metrics_for(flags: Mapping[str, Any], rng: random.Random) -> dict[str, float]:
