@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tuner import optuna_adapter
 from tuner.testing.studies import dashboard_process, make_study
 
 REPO = Path(__file__).resolve().parents[2]
@@ -66,7 +67,7 @@ def test_dashboard_and_report_show_trials_and_best_flags(storage_url, browser, r
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     try:
         with dashboard_process(storage_url, tmp_path / "dashboard.log", "browser") as base:
-            study_page = f"{base}/dashboard/studies/{opened.study._study_id}"
+            study_page = f"{base}/dashboard/studies/{optuna_adapter.study_id(opened.study)}"
             page.goto(study_page)
             _wait_for_text(page, "Pareto front with the SLOs")  # our figures are there
             _wait_for_text(page, "Hypervolume over trials")

@@ -9,6 +9,7 @@ import pytest
 import sqlalchemy
 from optuna.trial import TrialState
 
+from tuner import optuna_adapter
 from tuner.errors import StorageError
 from tuner.runner.tell import tell
 from tuner.study import open_storage
@@ -143,7 +144,8 @@ def test_trial_closed_by_another_worker_keeps_its_measurement(storage_url):
                                 directions=["maximize", "minimize"])
     trial = study.ask({"x": optuna.distributions.IntDistribution(0, 9)})
     # while this worker could not reach the database, another failed its trial as stale
-    study._storage.set_trial_state_values(trial._trial_id, TrialState.FAIL)
+    optuna_adapter.storage_of(study).set_trial_state_values(
+        optuna_adapter.trial_id(trial), TrialState.FAIL)
     tell(study, trial, _told())
     tell(study, trial, _told())
     closed, copy = sorted(study.get_trials(), key=lambda t: t.number)

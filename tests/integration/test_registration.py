@@ -22,7 +22,7 @@ def test_a_trial_taken_by_a_worker_that_dies_at_once_is_still_closed_as_stale(st
     reg.beat()
     taken, untouched = study.ask(), study.ask()
     reg.running(taken)  # ... and the worker dies here
-    stored = study._storage.get_study_user_attrs(study._study_id)[PREFIX + reg.id]
+    stored = study.user_attrs[PREFIX + reg.id]
     assert stored["trial"] == taken.number and stored["phase"] == "propose"
     time.sleep(2.5)
     optuna.storages.fail_stale_trials(study)

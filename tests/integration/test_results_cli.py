@@ -10,6 +10,7 @@ import re
 import optuna
 import yaml
 
+from tuner import optuna_adapter
 from tuner.runner.tell import tell
 from tuner.study import open_study
 from tuner.testing.studies import make_study
@@ -124,7 +125,7 @@ def test_study_in_progress_is_read_without_blocking_workers(storage_url, run_cli
     opened = open_study("live", storage_url)
     running = opened.study.get_trials(states=(optuna.trial.TrialState.RUNNING,))
     assert len(running) == 1
-    trial = optuna.Trial(opened.study, running[0]._trial_id)
+    trial = optuna_adapter.live_trial(opened.study, running[0])
     tell(opened.study, trial, record.failed({"class": "crashed", "message": "x",
                                              "log_tail": ""}, record.TrialRecord()))
     assert not opened.study.get_trials(states=(optuna.trial.TrialState.RUNNING,))

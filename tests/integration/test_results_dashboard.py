@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 import urllib.request
 
-import optuna
 from optuna_dashboard import get_note, save_note
 
+from tuner import optuna_adapter
 from tuner.results.dashboard import FIGURE_IDS, publish
 from tuner.study import open_study
 from tuner.testing.studies import dashboard_process, make_study
@@ -41,15 +41,15 @@ def test_publish_twice_overwrites_figures_and_keeps_user_notes(storage_url):
     said: list[str] = []
     publish(opened, said.append)
     assert "and 8 trial notes published" in said[-1]
-    first = opened.study._storage.get_study_system_attrs(opened.study._study_id)
-    trial = optuna.Trial(opened.study, opened.study.trials[3]._trial_id)
+    first = optuna_adapter.study_system_attrs(opened.study)
+    trial = optuna_adapter.live_trial(opened.study, opened.study.trials[3])
     assert get_note(trial).startswith("### Trial 3: ")
     assert "Flags that differ from vLLM's defaults" in get_note(trial)
     save_note(trial, "my own words")  # as a user would in the dashboard
     publish(open_study("again", storage_url), said.append)
     assert "and 0 trial notes published" in said[-1]
     assert get_note(trial) == "my own words"
-    second = opened.study._storage.get_study_system_attrs(opened.study._study_id)
+    second = optuna_adapter.study_system_attrs(opened.study)
     plots = sorted(k for k in second if k.startswith("dashboard:plot_data:"))
     assert plots == sorted(k for k in first if k.startswith("dashboard:plot_data:"))
     assert {k.split(":")[2] for k in plots} == set(FIGURE_IDS)

@@ -8,10 +8,10 @@ import pytest
 
 from tuner.search import warm_start
 from tuner.search.local import MOVE, LocalSampler, pareto
+from tuner.search.sampler import make_sampler
 from tuner.search.steps import LOG_FACTORS, PROBES
 from tuner.space import baselines, build_space
 from tuner.study import load_study_file
-from tuner.study.sampler import make_sampler
 
 
 @pytest.fixture
@@ -121,7 +121,7 @@ def test_local_is_a_known_sampler_name():
 
 
 def test_the_search_code_does_not_import_the_simulator():
-    code = ("import sys, tuner.search, tuner.search.local, tuner.study.sampler; "
+    code = ("import sys, tuner.search, tuner.search.local, tuner.search.sampler; "
             "print(sorted(m for m in sys.modules if m.startswith('tuner.sim')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout.strip()

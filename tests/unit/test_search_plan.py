@@ -4,9 +4,9 @@ import optuna
 import pytest
 
 from tuner.search import PLANS, SearchPlan, warm_start
+from tuner.search.sampler import AUTO, make_sampler, resolve
 from tuner.space import baselines, build_space
 from tuner.study import load_study_file
-from tuner.study.sampler import AUTO, make_sampler, resolve
 
 
 def test_auto_is_a_known_sampler_and_the_auto_plan_uses_it():
@@ -45,7 +45,7 @@ def test_warm_start_asks_the_baselines_first_as_given(study_file):
 def test_a_study_file_accepts_exactly_the_samplers_make_sampler_knows():
     from typing import get_args
 
-    from tuner.study.sampler import NAMES
+    from tuner.search.sampler import NAMES
     from tuner.study.spec import SearchSection
 
     accepted = set(get_args(SearchSection.model_fields["sampler"].annotation))

@@ -7,6 +7,7 @@ import sys
 
 import optuna
 
+from tuner import optuna_adapter
 from tuner.cli.study import add_storage_flag
 from tuner.errors import UsageError
 from tuner.study import mask, open_storage, open_study, resolve_url
@@ -46,7 +47,7 @@ def _dashboard(args: argparse.Namespace) -> int:
         opened = open_study(name, url)
         publish(opened, _say)
         if args.study:
-            path = f"/dashboard/studies/{opened.study._study_id}"
+            path = f"/dashboard/studies/{optuna_adapter.study_id(opened.study)}"
     host = f"[{args.host}]" if ":" in args.host else args.host
     _say(f"tuner: optuna-dashboard on {mask(url)} at http://{host}:{args.port}{path} "
          "(Ctrl-C stops it)")

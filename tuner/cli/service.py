@@ -7,7 +7,7 @@ import sys
 import time
 
 from tuner.cli.study import add_storage_flag
-from tuner.cli.worker import parse_duration
+from tuner.durations import parse_duration
 from tuner.errors import TunerError
 from tuner.service import launch, read_status, render_status, stop
 from tuner.study import mask, resolve_url

@@ -3,31 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 
 from tuner.cli.study import add_storage_flag
+from tuner.durations import parse_duration
 from tuner.errors import UsageError
 from tuner.runner import Worker
+from tuner.runner.gpu import parse_gpus
 from tuner.study import mask, resolve_url
-
-
-def parse_duration(text: str) -> float:
-    """'90', '90s', '15m', '2h', '1d' -> seconds."""
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*", text or "")
-    if not m:
-        raise UsageError(f"not a duration: {text!r}; use e.g. 90s, 15m, 2h")
-    return float(m.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}[m.group(2)]
-
-
-def parse_gpus(text: str) -> tuple[int, ...]:
-    try:
-        gpus = tuple(int(g) for g in text.split(",") if g.strip() != "")
-    except ValueError:
-        raise UsageError(f"--gpus takes GPU ids like 0 or 0,1, not {text!r}") from None
-    if not gpus or len(set(gpus)) != len(gpus):
-        raise UsageError(f"--gpus takes distinct GPU ids like 0 or 0,1, not {text!r}")
-    return gpus
 
 
 def register(subparsers) -> None:

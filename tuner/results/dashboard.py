@@ -17,6 +17,7 @@ from collections.abc import Callable
 
 import optuna
 
+from tuner import optuna_adapter
 from tuner.results.best import limits_for, pick_best
 from tuner.results.flagdiff import changed_flags, flag_words
 from tuner.results.gains import format_gains, gains
@@ -95,34 +96,17 @@ def _publish_trial_notes(study: optuna.Study, s: Summary) -> int:
 
     The study's attributes are read once (optuna-dashboard's public ``get_note`` and
     ``save_note`` read them all again for every note, which grows with the study)."""
-    from optuna_dashboard import _note
-
-    storage, study_id = study._storage, study._study_id
-    attrs = storage.get_study_system_attrs(study_id)
+    attrs = optuna_adapter.study_system_attrs(study)
     written = 0
     for r in s.records:
-        if r.state not in ("complete", "fail") or r.trial_id is None:
+        if not r.told or r.trial_id is None:
             continue
-        old = _note.get_note_from_system_attrs(attrs, r.trial_id)
+        old = optuna_adapter.read_note(attrs, r.trial_id)
         body = trial_note(s, r)
         if old["body"] != body and _ours(old["body"], f"### Trial {r.number}: "):
-            _write_note(storage, study_id, r.trial_id, old["version"] + 1, body, attrs)
+            optuna_adapter.write_note(study, r.trial_id, old["version"] + 1, body, attrs)
             written += 1
     return written
-
-
-def _write_note(storage, study_id: int, trial_id: int, version: int, body: str,
-                attrs: dict) -> None:
-    """optuna-dashboard's ``save_note_with_version`` without its read-back: the chunks
-    an older, longer note left are blanked from the attributes already read."""
-    from optuna_dashboard import _note
-
-    chunks = _note.split_body(body, trial_id)
-    prefix = _note.note_str_key_prefix(trial_id)
-    stale = [k for k in attrs if k.startswith(prefix) and k not in chunks]
-    storage.set_study_system_attr(study_id, _note.note_ver_key(trial_id), version)
-    for key, value in [*chunks.items(), *((k, "") for k in stale if attrs[k])]:
-        storage.set_study_system_attr(study_id, key, value)
 
 
 def publish(opened: OpenStudy, say: Callable[[str], None] = lambda _: None) -> Summary:

@@ -8,6 +8,19 @@ import subprocess
 import time
 from typing import Sequence
 
+from tuner.errors import UsageError
+
+
+def parse_gpus(text: str) -> tuple[int, ...]:
+    """'0' or '0,1' -> distinct GPU ids; ``UsageError`` otherwise."""
+    try:
+        gpus = tuple(int(g) for g in text.split(",") if g.strip() != "")
+    except ValueError:
+        raise UsageError(f"--gpus takes GPU ids like 0 or 0,1, not {text!r}") from None
+    if not gpus or len(set(gpus)) != len(gpus):
+        raise UsageError(f"--gpus takes distinct GPU ids like 0 or 0,1, not {text!r}")
+    return gpus
+
 
 def _smi(*args: str) -> list[str] | None:
     exe = shutil.which("nvidia-smi")

@@ -12,6 +12,8 @@ from typing import Any
 
 import optuna
 
+from tuner import optuna_adapter
+
 PREFIX = "tuner.worker."
 STOP = "tuner.stop"
 
@@ -50,7 +52,7 @@ class Registration:
         Optuna never calls a trial without a heartbeat stale, so a worker killed before
         its next periodic beat would otherwise leave the trial running for ever."""
         trial.set_user_attr("worker", self.id)
-        self.trial_id = trial._trial_id
+        self.trial_id = optuna_adapter.trial_id(trial)
         self.set(trial=trial.number, phase="propose")
         self.beat()
 
@@ -58,11 +60,10 @@ class Registration:
         with self._lock:
             info = {**self.info, "heartbeat": time.time()}
             trial_id = self.trial_id
-        storage = self.study._storage
         try:
-            storage.set_study_user_attr(self.study._study_id, PREFIX + self.id, info)
-            if trial_id is not None and hasattr(storage, "record_heartbeat"):
-                storage.record_heartbeat(trial_id)
+            self.study.set_user_attr(PREFIX + self.id, info)
+            if trial_id is not None:
+                optuna_adapter.record_heartbeat(self.study, trial_id)
         except Exception:  # the storage may be down for a while; the next beat retries
             pass
 
@@ -84,5 +85,4 @@ class Registration:
 
 
 def stop_requested(study: optuna.Study) -> bool:
-    storage = study._storage
-    return bool(storage.get_study_user_attrs(study._study_id).get(STOP))
+    return bool(study.user_attrs.get(STOP))

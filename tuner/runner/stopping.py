@@ -15,9 +15,9 @@ trials of its last improvement. Stopped trials (the user's, re-queued) do not co
 from __future__ import annotations
 
 import datetime as dt
-import re
 from collections.abc import Sequence
 
+from tuner.durations import duration_s
 from tuner.trials import default_baseline, reference_point
 from tuner.trials import history as hv_history
 from tuner.trials.record import STOPPED
@@ -25,17 +25,15 @@ from tuner.trials.reference import study_rule
 
 LAUNCHED_AT = "tuner.launched_at"  # study user attr: epoch seconds of the last launch
 
-_DURATION = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*")
-_UNIT = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
 def deadline_at(text: str | None, launched_at: float) -> float | None:
     """Epoch seconds after which no trial starts; None without a deadline."""
     if not text:
         return None
-    m = _DURATION.fullmatch(text)
-    if m:
-        return launched_at + float(m.group(1)) * _UNIT[m.group(2)]
+    seconds = duration_s(text)
+    if seconds is not None:
+        return launched_at + seconds
     when = dt.datetime.fromisoformat(text)
     if when.tzinfo is None:
         when = when.astimezone()  # the host's local time zone

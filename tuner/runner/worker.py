@@ -30,7 +30,8 @@ from tuner.runner.progress import Progress
 from tuner.runner.proposal import Proposal, propose
 from tuner.runner.registry import STOP, Registration, stop_requested
 from tuner.runner.tell import tell
-from tuner.study import OpenStudy, make_sampler, open_study
+from tuner.search.sampler import make_sampler
+from tuner.study import OpenStudy, open_study
 from tuner.study.outage import retrying
 from tuner.study.storage import HEARTBEAT_S
 from tuner.trials import queries, record

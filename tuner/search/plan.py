@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import optuna
 
-from tuner.study.sampler import AUTO, make_sampler
+from tuner.search.sampler import AUTO, make_sampler
 
 
 @dataclass(frozen=True)

@@ -82,7 +82,7 @@ class Reader:
     def status(self, name: str) -> dict[str, Any]:
         study, spec, _ = self._load(name)
         trials = study.get_trials(deepcopy=False)
-        attrs = self.storage.get_study_user_attrs(study._study_id)
+        attrs = study.user_attrs
         return status.build(spec, trials, attrs, time.time()).as_json()
 
     def summary(self, name: str):

@@ -61,10 +61,8 @@ def visible_gpus() -> list[int]:
 
 
 def choose_gpus(text: str, opened: OpenStudy) -> list[int]:
-    from tuner.cli.worker import parse_gpus
-
     if text != "all":
-        return list(parse_gpus(text))
+        return list(gpu.parse_gpus(text))
     if opened.spec.engine.kind == "sim" and not shutil.which("nvidia-smi"):
         return list(opened.spec.hardware.gpus)  # simulated GPUs: the study file's list
     return visible_gpus()
@@ -73,7 +71,7 @@ def choose_gpus(text: str, opened: OpenStudy) -> list[int]:
 def check_free(opened: OpenStudy, gpus: Sequence[int]) -> None:
     """Refuse GPUs held by a live worker of this study or by any other process."""
     study = opened.study
-    attrs = study._storage.get_study_user_attrs(study._study_id)
+    attrs = study.user_attrs
     for w in views(attrs, time.time(), HEARTBEAT_S):
         taken = sorted(set(w.gpus) & set(gpus))
         if w.alive and taken:
@@ -112,7 +110,7 @@ def _spawn(name: str, url: str, group: tuple[int, ...], logs: Path) -> Launched:
 
 
 def _registered(opened: OpenStudy, pid: int) -> bool:
-    attrs = opened.study._storage.get_study_user_attrs(opened.study._study_id)
+    attrs = opened.study.user_attrs
     return any(w.pid == pid and w.local for w in views(attrs, time.time(), HEARTBEAT_S))
 
 

@@ -22,7 +22,7 @@ from tuner.study.storage import HEARTBEAT_S
 
 
 def _live(study) -> list[WorkerView]:
-    attrs = study._storage.get_study_user_attrs(study._study_id)
+    attrs = study.user_attrs
     return [w for w in views(attrs, time.time(), HEARTBEAT_S) if w.alive]
 
 

@@ -14,6 +14,8 @@ from typing import Any, Literal
 from pydantic import (BaseModel, ConfigDict, Field, ValidationInfo, field_validator,
                       model_validator)
 
+from tuner.durations import duration_s
+
 
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -203,9 +205,8 @@ class SearchSection(_Section):
     @classmethod
     def _deadline(cls, v: str | None) -> str | None:
         import datetime
-        import re
 
-        if v is None or re.fullmatch(r"\s*\d+(\.\d+)?\s*[smhd]?\s*", v):
+        if v is None or duration_s(v) is not None:
             return v
         try:
             datetime.datetime.fromisoformat(v)

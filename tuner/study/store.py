@@ -14,6 +14,7 @@ from typing import Any
 import optuna
 import sqlalchemy.exc
 
+from tuner import optuna_adapter
 from tuner import __version__
 from tuner.errors import StorageError, StudyConflictError, StudyNotFoundError, UsageError
 from tuner.space import SearchSpace, baselines, build_space
@@ -130,7 +131,7 @@ def list_studies(storage_url: str) -> list[StudyRow]:
     storage = open_storage(storage_url)
     rows = []
     for s in optuna.get_all_study_summaries(storage, include_best_trial=False):
-        trials = storage.get_all_trials(s._study_id, deepcopy=False)
+        trials = storage.get_all_trials(optuna_adapter.summary_study_id(s), deepcopy=False)
         states: dict[str, int] = {}
         for t in trials:
             states[t.state.name.lower()] = states.get(t.state.name.lower(), 0) + 1

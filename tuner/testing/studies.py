@@ -45,6 +45,7 @@ import sqlalchemy
 from optuna.trial import TrialState
 from sqlalchemy import event
 
+from tuner import optuna_adapter
 from tuner.runner.tell import tell
 from tuner.space import SearchSpace, flags_argv, repair
 from tuner.space.draw import draw_value
@@ -220,7 +221,7 @@ def _build(storage_url: str, kind: str, n: int, seed: int, name: str | None,
     opened, _ = create_study(spec, storage_url)
     if kind == "empty":
         return opened
-    study = optuna.load_study(study_name=spec.name, storage=opened.study._storage,
+    study = optuna.load_study(study_name=spec.name, storage=optuna_adapter.storage_of(opened.study),
                               sampler=optuna.samplers.RandomSampler(seed=seed))
     dists = opened.space.distributions()
     teller = _Teller(kind, spec, seed)

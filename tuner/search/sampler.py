@@ -10,6 +10,8 @@ import warnings
 
 import optuna
 
+from tuner.search.local import LocalSampler
+
 AUTO = "local"
 NAMES = ("tpe", "local", "gp", "botorch", "nsga2", "random")
 
@@ -30,8 +32,6 @@ def make_sampler(name: str, seed: int | None, n_startup_trials: int = 8, *,
                                          n_startup_trials=n_startup_trials)
         if name == "tpe":
             return tpe
-        from tuner.search.local import LocalSampler  # tuner.search imports this module
-
         return LocalSampler(tpe, seed=seed)
     if name == "gp":
         return optuna.samplers.GPSampler(seed=seed, n_startup_trials=n_startup_trials)
