@@ -14,6 +14,7 @@
     ├── LaunchError             `tuner launch` could not start its workers (exit code 1)
     ├── NoResultsError          the study has nothing that answers the question yet (exit 1)
     └── MissingDependencyError  an optional package a command needs is missing (exit code 1)
+        └── SamplerUnavailable  the study file names a sampler whose package is missing (2)
 
 Foreign exceptions are translated once, at the boundary, with ``raise ... from e``.
 """
@@ -87,3 +88,10 @@ class NoResultsError(TunerError):
 
 class MissingDependencyError(TunerError):
     """An optional package a command needs is not installed."""
+
+
+class SamplerUnavailable(MissingDependencyError):
+    """The study file's ``search.sampler`` needs a package this install lacks: the user
+    fixes it (install the package or choose another sampler) before the study exists."""
+
+    exit_code = 2

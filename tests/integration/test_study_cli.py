@@ -1,5 +1,6 @@
 """The CLI at the edge: malformed study files, and 10,000 proposals through the rules."""
 
+import importlib.util
 import itertools
 import json
 import re
@@ -32,6 +33,22 @@ def test_malformed_study_file_exits_2_naming_the_key(text, key, study_file, run_
     assert code == 2
     lines = err.strip().splitlines()
     assert len(lines) == 1 and str(path) in lines[0] and key in lines[0], err
+
+
+@pytest.mark.skipif(importlib.util.find_spec("optuna_integration") is not None
+                    and importlib.util.find_spec("botorch") is not None,
+                    reason="botorch is installed here")
+def test_a_botorch_study_without_botorch_exits_2_naming_the_package(study_file, run_cli,
+                                                                    tmp_path):
+    path = study_file('[model]\npath = "models/llama3-8b"\n[search]\nsampler = "botorch"\n',
+                      "botorch.toml")
+    url = f"sqlite:///{tmp_path}/x.db"
+    code, out, err = run_cli("study", "create", path, "--storage", url)
+    assert code == 2 and out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "botorch" in lines[0] and "pip install" in lines[0], err
+    code, out, _ = run_cli("study", "list", "--storage", url)
+    assert code == 0 and "no studies" in out  # nothing was created
 
 
 def test_unknown_parameter_in_space_is_a_usage_error(study_file, run_cli, tmp_path):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from tuner.search.sampler import require
 from tuner.study import create_study, list_studies, load_study_file, mask, resolve_url
 from tuner.trials.queries import baseline_of
 
@@ -28,6 +29,7 @@ def register(subparsers) -> None:
 
 def _create(args: argparse.Namespace) -> int:
     spec = load_study_file(args.file)
+    require(spec.search.sampler)  # exit 2 now rather than a traceback in every worker
     url = resolve_url(args.storage)
     opened, created = create_study(spec, url)
     verb = "created" if created else "exists, unchanged"

@@ -4,14 +4,7 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Any, TextIO
-
-
-def fmt_best(best: dict[str, Any] | None) -> str:
-    if not best:
-        return "best: -"
-    parts = [f"{v:,.1f} {k}" for k, v in best.items()]
-    return "best: " + ", ".join(parts)
+from typing import TextIO
 
 
 class Progress:

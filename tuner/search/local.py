@@ -64,7 +64,6 @@ class LocalSampler(optuna.samplers.BaseSampler):
     module)."""
 
     order = ("extend", "mirror", "shrink", "fill", "probe")  # the deterministic moves
-    shrink_from_default = False  # the default's probes are not shrunk: it cost trials
 
     def __init__(self, base: optuna.samplers.BaseSampler, seed: int | None = None,
                  local_share: float = 0.6, probes: Sequence = PROBES) -> None:

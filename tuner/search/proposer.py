@@ -319,9 +319,9 @@ class Proposer:
         to the default; none that would lose more than ``HOPELESS`` on an objective."""
         best, best_loss = None, HOPELESS
         for t, m, numeric, parent, gaining in self.numeric_moves():
-            if m["kind"] == "local" or t.number in gaining or not (
-                    self.twin_of.get(parent.number, parent.number) in gaining
-                    or (parent is self.default and self.owner.shrink_from_default)):
+            # (the default's own probes are not shrunk: it cost trials)
+            if m["kind"] == "local" or t.number in gaining or (
+                    self.twin_of.get(parent.number, parent.number) not in gaining):
                 continue
             if started(t) and (self.vector(t) == self.vector(parent) or t.number in self.twin_of):
                 continue  # inert, or back onto a measured point: half of it tells as little

@@ -6,18 +6,36 @@
 
 from __future__ import annotations
 
+import importlib.util
 import warnings
 
 import optuna
 
+from tuner.errors import SamplerUnavailable
 from tuner.search.local import LocalSampler
 
 AUTO = "local"
 NAMES = ("tpe", "local", "gp", "botorch", "nsga2", "random")
 
 
+# The optional packages a sampler imports when it is built: (module, what pip installs).
+NEEDS = {"gp": (("torch", "torch"), ("scipy", "scipy")),
+         "botorch": (("optuna_integration", "optuna-integration"), ("botorch", "botorch"))}
+
+
 def resolve(name: str) -> str:
     return AUTO if name == "auto" else name
+
+
+def require(name: str) -> None:
+    """Refuse a sampler whose packages are missing (``SamplerUnavailable``, exit 2), so a
+    study file that names one fails at ``tuner study create``, not in every worker."""
+    name = resolve(name)
+    missing = [pkg for module, pkg in NEEDS.get(name, ()) if importlib.util.find_spec(module)
+               is None]
+    if missing:
+        raise SamplerUnavailable(f"search.sampler = {name!r} needs {' and '.join(missing)}: "
+                                 f"pip install {' '.join(missing)} (or choose another sampler)")
 
 
 def make_sampler(name: str, seed: int | None, n_startup_trials: int = 8, *,
@@ -33,14 +51,12 @@ def make_sampler(name: str, seed: int | None, n_startup_trials: int = 8, *,
         if name == "tpe":
             return tpe
         return LocalSampler(tpe, seed=seed)
+    require(name)
     if name == "gp":
         return optuna.samplers.GPSampler(seed=seed, n_startup_trials=n_startup_trials)
-    if name == "botorch":  # optional: pip install optuna-integration botorch
-        try:
-            from optuna_integration import BoTorchSampler
-        except ImportError as e:
-            raise ValueError("the botorch sampler needs `pip install optuna-integration "
-                             "botorch`") from e
+    if name == "botorch":
+        from optuna_integration import BoTorchSampler
+
         return BoTorchSampler(seed=seed, n_startup_trials=n_startup_trials)
     if name == "nsga2":
         return optuna.samplers.NSGAIISampler(seed=seed, population_size=max(8, n_startup_trials))

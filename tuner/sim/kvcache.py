@@ -60,10 +60,6 @@ class BlockPool:
             found.append(h)
         return found
 
-    def blocks_needed(self, req, num_tokens: int) -> int:
-        """New blocks a request holding ``req.n_blocks`` needs to hold ``num_tokens`` tokens."""
-        return max(0, -(-num_tokens // self.block_size) - req.n_blocks)
-
     def can_admit(self, hits: Sequence[int], need: int) -> bool:
         """Whether ``need`` new blocks fit once the ``hits`` are taken out of the free queue."""
         touched = sum(1 for h in hits if h in self.evictable)

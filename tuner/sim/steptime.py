@@ -85,20 +85,3 @@ def step_seconds(c: StepCoefficients, num_tokens: int, num_seqs: int, num_logits
     comm = c.allreduce_fixed_s + c.allreduce_s_per_token * num_tokens if c.allreduce_fixed_s else 0.0
     launch = c.launch_graph_s if num_tokens <= c.capture_size else c.launch_eager_s
     return gpu + comm + launch + c.overhead_s + c.per_seq_s * num_seqs
-
-
-def step_inputs(work) -> tuple[int, int, int, float, float]:
-    """(tokens, seqs, logits, attention context, KV tokens read) of a scheduler step's work.
-
-    ``work`` yields (tokens, context before, emits a token) per scheduled request.
-    """
-    tokens = logits = 0
-    attn = kv = 0.0
-    seqs = 0
-    for n, ctx, emits in work:
-        seqs += 1
-        tokens += n
-        logits += emits
-        attn += n * ctx + n * (n + 1) / 2
-        kv += ctx
-    return tokens, seqs, logits, attn, kv
