@@ -49,6 +49,15 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def model_and_port() -> tuple[Path, int, str]:
+    """A Llama-3-8B model folder (config.json only), a free port and its URL."""
+    model_dir = Path(tempfile.mkdtemp()) / "llama3-8b"
+    model_dir.mkdir()
+    (model_dir / "config.json").write_text(json.dumps(LLAMA3_8B))
+    port = free_port()
+    return model_dir, port, f"http://127.0.0.1:{port}"
+
+
 async def wait_ready(url: str, proc: subprocess.Popen) -> None:
     async with aiohttp.ClientSession() as s:
         for _ in range(600):
@@ -132,11 +141,7 @@ def main() -> int:
     server_cpus = ["--sim-cpus", str(cpus[-1])] if pin else []
     if pin:
         os.sched_setaffinity(0, cpus[:-1])
-    model_dir = Path(tempfile.mkdtemp()) / "llama3-8b"
-    model_dir.mkdir()
-    (model_dir / "config.json").write_text(json.dumps(LLAMA3_8B))
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
+    model_dir, port, url = model_and_port()
     prof = ["-m", "cProfile", "-o", os.environ["BENCH_SIM_PROFILE"]] if os.environ.get("BENCH_SIM_PROFILE") else []
     proc = subprocess.Popen([sys.executable, *prof, "-m", "tuner.sim", "serve", "--model",
                              str(model_dir), "--port", str(port), "--gpu", "h200",

@@ -10,7 +10,7 @@ import sys
 import numpy as np
 import pytest
 
-from tuner.loadgen import SLO, LoadSpec, WorkloadSpec, run_benchmark
+from tuner.loadgen import SLO, LoadSpec, WorkloadSpec, dispatch, run_benchmark
 from tuner.loadgen.arrivals import arrivals_within
 from tuner.loadgen.workloads import take
 from tuner.testing.fake_server import FakeScript, FakeServer
@@ -148,3 +148,16 @@ def test_cli_errors_say_what_to_fix():
     assert p.returncode == 2 and "range_ratio" in p.stderr
     p = _tuner("--url", "http://127.0.0.1:1", "--no-progress")
     assert p.returncode == 1 and "cannot read the model name" in p.stderr
+
+
+def test_early_stop_ends_the_run_once_the_window_is_tight_or_at_the_cap(server, monkeypatch):
+    monkeypatch.setattr(dispatch, "WATCH_S", 0.2)
+    loose = bench(server.url, max_concurrency=4, num_requests=50, early_stop=True,
+                  throughput_ci=10.0, itl_ci=10.0, max_requests=100_000)
+    assert loose.stop_reason == "early" and loose.metrics["completed"] < 100_000
+    assert loose.window["output_throughput"]["rel"] <= 10.0
+    capped = bench(server.url, max_concurrency=4, num_requests=50, early_stop=True,
+                   throughput_ci=1e-12, itl_ci=1e-12, max_requests=120)
+    assert capped.stop_reason == "cap" and capped.metrics["completed"] == 120
+    whole = bench(server.url, max_concurrency=4, num_requests=40)
+    assert whole.stop_reason == "count" and whole.window["requests"] <= 40

@@ -61,3 +61,22 @@ def test_log_facts():
     assert logparse.kv_cache_tokens("CPU KV cache size: 2,097,152 tokens") == 2097152
     assert logparse.vllm_version(log) == "0.24.0"
     assert "OutOfMemoryError" in logparse.reason_line(LOG_OOM)
+
+
+# Lines as vLLM 0.24 logged them on the H200 (../shared/h200-2026-12-01/logs/trial-00000.log).
+LOG_ASYNC = (
+    "(APIServer pid=838) INFO 12-01 08:33:21 [api_utils.py:273] non-default args: {'host': "
+    "'127.0.0.1', 'port': 46259, 'model': '/tmp/llama3-8b-dummy', 'stream_interval': 4, "
+    "'load_format': 'dummy'}\n"
+    "(APIServer pid=838) INFO 12-01 08:33:47 [vllm.py:1006] Asynchronous scheduling is enabled.\n")
+
+
+def test_async_scheduling_and_stream_interval_as_vllm_reports_them():
+    assert logparse.async_scheduling(LOG_ASYNC, {}) is True
+    assert logparse.async_scheduling(LOG_ASYNC, {"async_scheduling": False}) is False
+    assert logparse.async_scheduling("WARNING Async scheduling is disabled because the V1 "
+                                     "model runner ...", {}) is False
+    assert logparse.async_scheduling("", {}) is None
+    assert logparse.stream_interval(LOG_ASYNC, {}) == 4
+    assert logparse.stream_interval(LOG_ASYNC, {"stream_interval": 8}) == 8
+    assert logparse.stream_interval("non-default args: {'port': 1}", {}) == 1

@@ -54,6 +54,18 @@ def register(subparsers) -> None:
                     help="completions prompts as words, not token ids (servers without ids)")
     lo.add_argument("--no-ignore-eos", action="store_true",
                     help="let the model stop early (servers that reject ignore_eos)")
+    lo.add_argument("--min-gap-share", type=float, default=0.9,
+                    help="share of inter-token gaps that must be seen to tell an ITL [0.9]")
+    st = p.add_argument_group("steady window (closed loop)")
+    st.add_argument("--early-stop", action="store_true",
+                    help="stop once the window's intervals are within the targets below")
+    st.add_argument("--throughput-ci", type=float, default=0.02,
+                    help="relative half-width target for output throughput [0.02]")
+    st.add_argument("--itl-ci", type=float, default=0.10,
+                    help="relative half-width target for p99 ITL [0.10]")
+    st.add_argument("--max-requests", type=int, help="the early stop's cap [4 x num-requests]")
+    st.add_argument("--itl-per-token", action="store_true",
+                    help="the window's ITL is the per-token one (servers batching tokens)")
     s = p.add_argument_group("SLOs (goodput)")
     for name in ("ttft", "itl", "tpot", "e2el"):
         s.add_argument(f"--slo-{name}-ms", type=float)
@@ -81,7 +93,10 @@ def specs(args: argparse.Namespace) -> tuple[WorkloadSpec, LoadSpec, SLO]:
         warmup_requests=args.warmup, endpoint=args.endpoint,
         client_processes=args.client_processes, http_client=args.http_client,
         ignore_eos=not args.no_ignore_eos, text_prompts=args.text_prompts,
-        max_client_lag_ms=args.max_client_lag_ms)
+        max_client_lag_ms=args.max_client_lag_ms, min_gap_share=args.min_gap_share,
+        early_stop=args.early_stop, throughput_ci=args.throughput_ci, itl_ci=args.itl_ci,
+        max_requests=args.max_requests,
+        itl_metric="itl_per_token" if args.itl_per_token else "itl")
     slo = SLO(ttft_p99_ms=args.slo_ttft_ms, itl_p99_ms=args.slo_itl_ms,
               tpot_ms=args.slo_tpot_ms, e2el_ms=args.slo_e2el_ms)
     return workload, load, slo

@@ -25,6 +25,7 @@ from tuner.loadgen.metrics import (calculate_metrics, count_failures, noise_esti
                                    to_simulated_time)
 from tuner.loadgen.multiproc import run_in_processes
 from tuner.loadgen.spec import SLO, LoadSpec, WorkloadSpec
+from tuner.loadgen.window import Window, steady_window
 
 Progress = Callable[[int, int | None], None]
 WARMUP_SEED_OFFSET = 1_000_003
@@ -50,6 +51,10 @@ class BenchmarkResult:
     time_scale: float = 1.0
     lag_reason: str | None = None
     unobservable: dict[str, str] = field(default_factory=dict)
+    # The steady window (closed loop; see ``window``) in simulated time, or None; and why
+    # the run stopped sending: count, duration, early (intervals within targets) or cap.
+    window: dict[str, Any] | None = None
+    stop_reason: str = "count"
 
     def invalid_for(self, metrics: Iterable[str]) -> str | None:
         """Why this run cannot tell ``metrics`` (a lagging client, unseen gaps), or None."""
@@ -138,11 +143,13 @@ def _plans(base_url: str, model: str, workload: WorkloadSpec, load: LoadSpec) ->
                                   workload.seed))
     return [
         ShardPlan(base_url, model, workload, load.endpoint, load.ignore_eos, k, n,
-                  num_requests=load.num_requests, duration_s=load.duration_s,
+                  num_requests=load.request_cap, duration_s=load.duration_s,
                   arrivals=tuple(shard(arrivals, k, n)) if arrivals is not None else None,
                   concurrency=share_of(load.max_concurrency, k, n),
                   timeout_s=load.request_timeout_s, http_client=load.http_client,
-                  text_prompts=load.text_prompts)
+                  text_prompts=load.text_prompts,
+                  early_stop=((load.throughput_ci, load.itl_ci, load.itl_metric)
+                              if load.early_stop else None))
         for k in range(n)
     ]
 
@@ -179,9 +186,36 @@ def _result(shards: list[ShardResult], t0: float, workload: WorkloadSpec, load: 
     config = {"workload": dataclasses.asdict(workload), "load": dataclasses.asdict(load),
               "slo": dataclasses.asdict(slo) if slo else None}
     errors = [o.error for o in outputs if not o.success][:10]
+    window = steady_window(outputs, load.itl_metric) if load.closed_loop else None
+    stop = shards[0].stop_reason if len(shards) == 1 else "count"
+    metrics.update(steady_metrics(window, load.itl_metric))
     return BenchmarkResult(to_simulated_time(metrics, time_scale), count_failures(outputs),
                            server, client, reason is None, reason, noise_estimate(outputs),
-                           config, errors, time_scale, lag, unseen)
+                           config, errors, time_scale, lag, unseen,
+                           window_in_simulated_time(window, time_scale), stop)
+
+
+def steady_metrics(window: Window | None, itl_metric: str) -> dict[str, float]:
+    """``steady_output_throughput`` and ``steady_p99_<itl_metric>_ms``: the figures over the
+    steady window, present only when it gave an interval (the study can tell them)."""
+    out: dict[str, float] = {}
+    if window is not None and window.output_throughput is not None:
+        out["steady_output_throughput"] = window.output_throughput.value
+    if window is not None and window.p99_itl_ms is not None:
+        out[f"steady_p99_{itl_metric}_ms"] = window.p99_itl_ms.value
+    return out
+
+
+def window_in_simulated_time(window: Window | None, time_scale: float) -> dict | None:
+    """The window as a dict, its figures in simulated time (bounds stay on the run clock)."""
+    if window is None:
+        return None
+    out = window.to_dict()
+    for key, factor in (("output_throughput", 1.0 / time_scale), ("p99_itl_ms", time_scale)):
+        if out[key] is not None:
+            out[key] = {**out[key], "value": out[key]["value"] * factor,
+                        "half_width": out[key]["half_width"] * factor}
+    return out
 
 
 def _client_view(shards: list[ShardResult], t0: float,

@@ -24,6 +24,7 @@ from tuner.loadgen.endpoints import PARSERS, PATHS, build_body
 from tuner.loadgen.http1 import Client, send_fast
 from tuner.loadgen.lag import LoopLagProbe
 from tuner.loadgen.spec import WorkloadSpec
+from tuner.loadgen.window import steady_window
 from tuner.loadgen.workloads import iter_requests
 
 
@@ -45,6 +46,9 @@ class ShardPlan:
     timeout_s: float = 6 * 3600.0
     http_client: str = "fast"
     text_prompts: bool = False
+    # Closed loop: stop sending once the steady window's intervals are within these relative
+    # half-widths (throughput, p99 ITL of ``itl_metric``); ``num_requests`` is then the cap.
+    early_stop: tuple[float, float, str] | None = None
 
 
 @dataclass
@@ -55,6 +59,7 @@ class ShardResult:
     cpu_s: float = 0.0
     start_time: float = 0.0
     end_time: float = 0.0
+    stop_reason: str = "count"  # count | duration | early | cap
 
 
 class _Source:
@@ -125,7 +130,14 @@ async def run_shard(plan: ShardPlan, t0: float | None = None,
         if plan.arrivals is not None:
             await _paced(plan, source, t0, one, clock)
         elif plan.concurrency:
-            await _closed_loop(plan.concurrency, source, deadline, one, clock)
+            stop = asyncio.Event()
+            watch = (asyncio.create_task(_watch(plan.early_stop, result, stop))
+                     if plan.early_stop else None)
+            await _closed_loop(plan.concurrency, source, deadline, one, clock, stop)
+            if watch is not None:
+                watch.cancel()
+            result.stop_reason = ("early" if stop.is_set() else "cap" if plan.early_stop
+                                  else "duration" if deadline is not None else "count")
         else:
             await asyncio.gather(*(one(item, None) for item in source.items))
         result.end_time = clock()  # the last response has ended: the run's duration stops
@@ -159,15 +171,30 @@ async def _paced(plan: ShardPlan, source: _Source, t0: float, one, clock) -> Non
     await asyncio.gather(*tasks)
 
 
+WATCH_S = 2.0  # how often the early stop looks at the window (it costs a pass over the tokens)
+
+
+async def _watch(targets: tuple[float, float, str], result: ShardResult,
+                 stop: asyncio.Event) -> None:
+    """Set ``stop`` once the steady window so far has both intervals within ``targets``."""
+    throughput_rel, itl_rel, itl_metric = targets
+    while True:
+        await asyncio.sleep(WATCH_S)
+        window = steady_window(result.outputs, itl_metric)
+        if window is not None and window.within(throughput_rel, itl_rel):
+            stop.set()
+            return
+
+
 async def _closed_loop(concurrency: int, source: _Source, deadline: float | None,
-                       one, clock) -> None:
+                       one, clock, stop: asyncio.Event) -> None:
     items = source.items
 
     async def worker() -> None:
         me = asyncio.current_task()
         due = clock()
         for item in items:
-            if deadline is not None and clock() >= deadline:
+            if deadline is not None and clock() >= deadline or stop.is_set():
                 return
             if getattr(me, "cancelling", lambda: 0)():  # a cancellation something swallowed
                 raise asyncio.CancelledError

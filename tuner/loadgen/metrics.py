@@ -22,7 +22,7 @@ from tuner.loadgen.spec import SLO
 
 PERCENTILES = (90, 99)
 THROUGHPUT_KEYS = ("request_throughput", "output_throughput", "total_token_throughput",
-                   "goodput", "request_goodput")
+                   "goodput", "request_goodput", "steady_output_throughput")
 
 
 def calculate_metrics(outputs: Sequence[RequestOutput], dur_s: float,

@@ -81,6 +81,7 @@ def _sections(result: BenchmarkResult) -> list[str]:
                   _row("Gaps observed (%):", 100 * m["itl_gap_share"]),
                   _row("Message gaps observed (%):", 100 * m["token_gap_share"])]
         lines += [_row("Not observed:", why) for why in result.unobservable.values()]
+    lines += _window(result)
     c = result.client
     lines.append(_title("Client"))
     lines += [_row("Send lag p99 (ms):", c.get("send_lag_p99_ms", 0.0)),
@@ -91,4 +92,21 @@ def _sections(result: BenchmarkResult) -> list[str]:
         lines.append(_row("Halves differ, throughput (%):",
                           100 * result.noise["output_throughput_rel_diff"]))
         lines.append(_row("Halves differ, p99 ITL (%):", 100 * result.noise["p99_itl_rel_diff"]))
+    return lines
+
+
+def _window(result: BenchmarkResult) -> list[str]:
+    w = result.window
+    if w is None:
+        return []
+    lines = [_title("Steady window (all clients busy)"),
+             _row("Window (s):", w["seconds"]),
+             _row("Requests completed in it:", w["requests"]),
+             _row("Batches:", w["batches"])]
+    for key, label in (("output_throughput", "Output throughput (tok/s):"),
+                       ("p99_itl_ms", f"P99 {w['itl_metric'].upper().replace('_', ' ')} (ms):")):
+        iv = w[key]
+        lines.append(_row(label, "no interval (window too short)" if iv is None else
+                          f"{iv['value']:.2f} +- {iv['half_width']:.2f} ({iv['rel']:.1%})"))
+    lines.append(_row("Stopped:", result.stop_reason))
     return lines

@@ -77,6 +77,10 @@ class LoadSpec:
     ``http_client`` "fast" (``http1``, the default) or "aiohttp" carries the requests; both
     feed the same streaming loop. ``text_prompts`` sends completions prompts as words instead
     of token ids (for servers that take no ids; the input length becomes approximate).
+    With ``early_stop`` (closed loop, one client process) the run stops sending once the
+    steady window's intervals for output throughput and p99 ITL (``itl_metric``: "itl" or
+    "itl_per_token") are within ``throughput_ci`` and ``itl_ci`` (relative half-widths), and
+    otherwise at ``max_requests`` (default: 4 x ``num_requests``); see ``window``.
     """
 
     max_concurrency: int | None = 256
@@ -94,6 +98,21 @@ class LoadSpec:
     metrics_poll_s: float = 0.5
     http_client: str = "fast"
     text_prompts: bool = False
+    early_stop: bool = False
+    throughput_ci: float = 0.02
+    itl_ci: float = 0.10
+    max_requests: int | None = None
+    itl_metric: str = "itl"
+
+    @property
+    def closed_loop(self) -> bool:
+        return self.max_concurrency is not None and math.isinf(self.request_rate)
+
+    @property
+    def request_cap(self) -> int:
+        """Requests the run may send: ``num_requests``, or the early stop's cap."""
+        return (self.max_requests or 4 * self.num_requests) if self.early_stop else (
+            self.num_requests)
 
     def __post_init__(self) -> None:
         if self.endpoint not in ENDPOINTS:
@@ -114,6 +133,14 @@ class LoadSpec:
             raise UsageError(f"http_client {self.http_client!r} unknown: use fast or aiohttp")
         if not 0.0 <= self.min_gap_share <= 1.0:
             raise UsageError(f"min_gap_share {self.min_gap_share} must be in [0, 1]")
+        if self.early_stop and not (self.closed_loop and self.duration_s is None
+                                    and self.client_processes == 1):
+            raise UsageError("early_stop needs a closed loop (max_concurrency, no request "
+                             "rate, no duration) and client_processes = 1")
+        if not (self.throughput_ci > 0 and self.itl_ci > 0):
+            raise UsageError("throughput_ci and itl_ci must be > 0 (relative half-widths)")
+        if self.itl_metric not in ("itl", "itl_per_token"):
+            raise UsageError(f"itl_metric {self.itl_metric!r} unknown: itl or itl_per_token")
         if self.warmup_requests < 0 or self.client_processes < 1:
             raise UsageError("warmup_requests must be >= 0 and client_processes >= 1")
 

@@ -34,6 +34,34 @@ def vllm_version(log: str) -> str | None:
     return (m.group(1) or m.group(2)) if m else None
 
 
+ASYNC_ON = re.compile(r"Asynchronous scheduling is enabled")
+ASYNC_OFF = re.compile(r"[Aa]sync(?:hronous)? scheduling is disabled|"
+                       r"does not support async scheduling|"
+                       r"async scheduling is only supported")
+NON_DEFAULT_INTERVAL = re.compile(r"non-default args:.*?'stream_interval': (\d+)")
+STREAM_INTERVAL_DEFAULT = 1  # vLLM's SchedulerConfig.stream_interval
+
+
+def async_scheduling(log: str, flags: dict) -> bool | None:
+    """Whether the server scheduled asynchronously: the launch flag if given, else what
+    vLLM logged at start ("Asynchronous scheduling is enabled." or a line saying it is
+    off); None when neither says."""
+    if "async_scheduling" in flags:
+        return bool(flags["async_scheduling"])
+    if ASYNC_OFF.search(log):
+        return False
+    return True if ASYNC_ON.search(log) else None
+
+
+def stream_interval(log: str, flags: dict) -> int:
+    """Tokens per streamed message: the launch flag, else vLLM's logged non-default args,
+    else vLLM's default (1)."""
+    if flags.get("stream_interval") is not None:
+        return int(flags["stream_interval"])
+    m = NON_DEFAULT_INTERVAL.search(log)
+    return int(m.group(1)) if m else STREAM_INTERVAL_DEFAULT
+
+
 def classify_start_failure(returncode: int | None, log: str) -> str:
     """Why a server did not become healthy: one of oom, kv-cache-too-small, rejected-flags,
     start-timeout (still running, or killed by us), crash (exited for another reason)."""

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from tuner.errors import EngineError, EngineExitedError
-from tuner.loadgen import SLO, LoadSpec, WorkloadSpec, run_benchmark
+from tuner.loadgen import SLO, LoadSpec, WorkloadSpec, gaps, run_benchmark
 from tuner.runner import crosscheck, engine, gpu, logparse
 from tuner.runner.interrupts import deferred_interrupts
 from tuner.runner.ports import free_port
@@ -59,9 +59,18 @@ def workload_of(spec: StudySpec) -> WorkloadSpec:
                         vocab_size=int(spec.model.vocab_size or 32000), seed=w.seed)
 
 
+def itl_metric_of(spec: StudySpec) -> str:
+    """The ITL the steady window's interval is about: per token when the study tells one."""
+    told = told_metrics(spec)
+    return "itl_per_token" if any(gaps.family(m) == gaps.PER_TOKEN and "itl" in m
+                                  for m in told) else "itl"
+
+
 def load_of(spec: StudySpec) -> LoadSpec:
-    w = spec.workload
-    return LoadSpec(max_concurrency=w.max_concurrency, request_rate=w.request_rate,
+    w, m = spec.workload, spec.measurement
+    return LoadSpec(early_stop=m.early_stop, throughput_ci=m.throughput_ci, itl_ci=m.itl_ci,
+                    max_requests=m.max_requests, itl_metric=itl_metric_of(spec),
+                    max_concurrency=w.max_concurrency, request_rate=w.request_rate,
                     burstiness=w.burstiness, num_requests=w.num_requests,
                     warmup_requests=w.warmup_requests, endpoint=w.endpoint,
                     max_client_lag_ms=w.max_client_lag_ms, client_processes=w.client_processes,
@@ -156,10 +165,13 @@ def measure(spec: StudySpec, flags: Mapping[str, Any], launch_flags: Mapping[str
     log = server.log()
     gpu_name = (gpu.name(slot.gpus[0]) if slot.gpus else None) or (
         f"{spec.hardware.gpu} (simulated)" if spec.engine.kind == "sim" else spec.hardware.gpu)
+    # Both change what the client sees (tokens a message, the step's timing): on every trial.
     return dataclasses.replace(
         told, kv_cache_tokens=logparse.kv_cache_tokens(log), phases=phases,
         vllm_version=told.vllm_version or logparse.vllm_version(log), gpu_name=gpu_name,
-        interrupted=bool(held.pending))
+        interrupted=bool(held.pending),
+        async_scheduling=logparse.async_scheduling(log, dict(launch_flags)),
+        stream_interval=logparse.stream_interval(log, dict(launch_flags)))
 
 
 def _benchmark(spec: StudySpec, server: Server, base: TrialRecord, phases: dict,
@@ -190,7 +202,8 @@ def _benchmark(spec: StudySpec, server: Server, base: TrialRecord, phases: dict,
     metrics = {k: v for k, v in result.metrics.items() if isinstance(v, (int, float))}
     base = dataclasses.replace(base, rejected_runs=tuple(rejected), server=result.server,
                                client=result.client, noise=result.noise,
-                               failures=result.failures)
+                               failures=result.failures, window=result.window,
+                               stop_reason=result.stop_reason)
     ran = dataclasses.replace(base, metrics=metrics)
     if server.returncode() is not None:
         return record.failed(_failure("crash-during-benchmark", "server exited with code "
@@ -204,7 +217,10 @@ def _benchmark(spec: StudySpec, server: Server, base: TrialRecord, phases: dict,
         return record.failed({"class": "invalid-measurement", "message": invalid}, ran)
     missing = [o.metric for o in spec.objectives if o.metric not in metrics]
     if missing:
+        why = (": the steady window was too short for an interval (more requests, or "
+               "measurement.early_stop)" if any(m.startswith("steady_") for m in missing)
+               else "")
         return record.failed({"class": "benchmark-failed",
-                              "message": f"no value for {', '.join(missing)}"},
+                              "message": f"no value for {', '.join(missing)}{why}"},
                              ran)
     return record.measured(spec, metrics, base)

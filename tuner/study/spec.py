@@ -112,6 +112,9 @@ METRICS = ("output_throughput", "request_throughput", "total_token_throughput", 
            # to choose when the server sends several tokens a message (stream_interval > 1).
            "mean_itl_per_token_ms", "median_itl_per_token_ms", "p90_itl_per_token_ms",
            "p99_itl_per_token_ms",
+           # Over the steady window of a closed-loop run (all clients busy; loadgen/window.py),
+           # with a batch-means interval recorded on the trial: steadier than whole-run ones.
+           "steady_output_throughput", "steady_p99_itl_ms", "steady_p99_itl_per_token_ms",
            "mean_tpot_ms", "median_tpot_ms", "p90_tpot_ms", "p99_tpot_ms",
            "mean_e2el_ms", "median_e2el_ms", "p90_e2el_ms", "p99_e2el_ms")
 
@@ -160,6 +163,18 @@ class SLOSection(_Section):
         """Lower bounds by metric (``min_output_throughput`` -> output_throughput)."""
         return {k.removeprefix("min_"): v for k, v in self.model_dump().items()
                 if v is not None and k.startswith("min_") and k != "min_token_agreement"}
+
+
+class MeasurementSection(_Section):
+    """How long one trial's benchmark runs (closed loop): with ``early_stop`` it stops once
+    the steady window's 95 % intervals for output throughput and p99 ITL are within
+    ``throughput_ci`` and ``itl_ci`` (relative half-widths), else at ``max_requests``
+    (default 4 x workload.num_requests). Without it, workload.num_requests as before."""
+
+    early_stop: bool = False
+    throughput_ci: float = Field(0.02, gt=0)
+    itl_ci: float = Field(0.10, gt=0)
+    max_requests: int | None = Field(None, ge=1)
 
 
 class RangeOverride(_Section):
@@ -253,6 +268,7 @@ class StudySpec(_Section):
     workload: WorkloadSection = WorkloadSection()
     objectives: list[Objective] = Field(default_factory=lambda: list(DEFAULT_OBJECTIVES))
     slo: SLOSection = SLOSection()
+    measurement: MeasurementSection = MeasurementSection()
     space: SpaceSection = SpaceSection()
     accuracy: AccuracySection = AccuracySection()
     search: SearchSection = SearchSection()

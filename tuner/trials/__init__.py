@@ -13,10 +13,10 @@ from tuner.trials.hypervolume import history, hypervolume, reference_point
 from tuner.trials.pareto import Goal, dominates, nondominated, pareto_front
 from tuner.trials.queries import (already_measured, best_value, counted, counts,
                                   default_baseline, describe_counts, from_frozen, load_records)
-from tuner.trials.record import Outcome, TrialRecord, flags_key
+from tuner.trials.record import Outcome, Spread, TrialRecord, flags_key
 
 __all__ = [
-    "Goal", "Outcome", "TrialRecord", "already_measured", "best_value", "counted", "counts",
+    "Goal", "Outcome", "Spread", "TrialRecord", "already_measured", "best_value", "counted", "counts",
     "default_baseline", "describe_counts", "dominates", "flags_key", "from_frozen", "history",
     "hypervolume", "load_records", "nondominated", "pareto_front", "reference_point",
 ]

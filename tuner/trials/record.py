@@ -69,6 +69,25 @@ TRIAL_FIELDS = ("number", "state", "values", "constraints", "trial_id")
 
 
 @dataclass(frozen=True)
+class Spread:
+    """One metric over a trial's repeated runs (confirmation runs): ``rel`` is the range
+    relative to the median. A gain smaller than it is within noise."""
+
+    n: int
+    median: float
+    min: float
+    max: float
+
+    @property
+    def rel(self) -> float:
+        return (self.max - self.min) / abs(self.median) if self.median else 0.0
+
+    def covers(self, gain_pct: float) -> bool:
+        """Whether a gain (percent) lies inside this spread (needs two runs or more)."""
+        return self.n > 1 and abs(gain_pct) <= 100.0 * self.rel
+
+
+@dataclass(frozen=True)
 class TrialRecord:
     """One trial: Optuna's fields, then its user attributes (all JSON-safe once written)."""
 
@@ -107,6 +126,17 @@ class TrialRecord:
     interrupted: bool = False               # measured, then the worker was interrupted
     recorded_for: int | None = None         # a copy told for a trial closed meanwhile
     vllm_bench: Mapping[str, Any] | None = None  # `vllm bench serve`'s figures (cross-check)
+    # The steady window of the benchmark and its 95 % intervals (tuner/loadgen/window.py),
+    # and why the run stopped sending: count | duration | early | cap.
+    window: Mapping[str, Any] | None = None
+    stop_reason: str | None = None
+    # As vLLM ran (launch flag, else its start log): both change what the client sees.
+    async_scheduling: bool | None = None
+    stream_interval: int | None = None
+    # Confirmation runs (search.confirm; tuner/runner/confirm.py): every run's figures, and
+    # per objective the spread over them; the told values are the medians.
+    repeats: tuple[Mapping[str, Any], ...] = ()
+    spread: Mapping[str, Spread] = field(default_factory=dict)
     extra: Mapping[str, Any] = field(default_factory=dict)  # attributes this version does
     #                                                         not know, kept as they are
 
@@ -185,6 +215,10 @@ _READ: dict[str, Callable[[Any], Any]] = {
     "gpus": lambda v: tuple(int(g) for g in v),
     "kv_cache_tokens": _int_or_none,
     "stopped": bool, "interrupted": bool,
+    "stream_interval": _int_or_none,
+    "repeats": tuple,
+    "spread": lambda v: {k: Spread(int(s["n"]), float(s["median"]), float(s["min"]),
+                                   float(s["max"])) for k, s in v.items()},
 }
 
 _ATTR_FIELDS = tuple(f for f in dataclasses.fields(TrialRecord)
@@ -198,10 +232,12 @@ def _default(f: dataclasses.Field) -> Any:
 def _json(value: Any) -> Any:
     if isinstance(value, Outcome):
         return value.value
+    if isinstance(value, Spread):
+        return {**dataclasses.asdict(value), "rel": value.rel}
     if isinstance(value, tuple):
         return list(value)
     if isinstance(value, Mapping):
-        return dict(value)
+        return {k: _json(v) for k, v in value.items()}
     return value
 
 

@@ -1,0 +1,70 @@
+"""The steady window of a closed-loop run and its batch-means intervals, on scripted request
+outputs (exact binary fractions: no clock, no socket)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tuner.loadgen.client import RequestOutput
+from tuner.loadgen.window import MIN_BATCHES, steady_window
+
+pytestmark = pytest.mark.unit
+
+STEP = 0.125
+
+
+def request(start: float, gaps: int = 7, step: float = STEP) -> RequestOutput:
+    """A request of gaps + 1 tokens: the first after ``step``, then one every ``step``."""
+    return RequestOutput(success=True, start_time=start, ttft=step, itl=[step] * gaps,
+                         itl_per_token=[step] * gaps, latency=step * (gaps + 1),
+                         output_tokens=gaps + 1, chunks=gaps + 1, arrivals=gaps + 1)
+
+
+def closed_loop(clients: int, per_client: int, slow_after: float | None = None):
+    """Each client sends its next request as its last one ends; after ``slow_after`` the
+    server's tokens come twice as slowly."""
+    outs = []
+    for _ in range(clients):
+        t = 0.0
+        for _ in range(per_client):
+            step = STEP * 2 if slow_after is not None and t >= slow_after else STEP
+            outs.append(request(t, step=step))
+            t += step * 8
+    return outs
+
+
+def test_the_window_runs_from_the_first_completion_to_the_last_start():
+    outs = closed_loop(4, 20)
+    outs.append(request(19.0, gaps=39))  # a long last request: the drain is left out
+    w = steady_window(outs)
+    assert (w.start, w.end) == (1.0, 19.0)
+    assert w.batches == 17  # whole batches of one mean latency (here 80 s / 77 requests)
+    assert w.requests == 4 * 19  # those that ended inside it, at 1, 2, ... 19 s
+
+
+def test_a_steady_run_has_a_tight_interval_and_meets_its_targets():
+    w = steady_window(closed_loop(4, 20))
+    assert w.output_throughput.value == 32.0  # 4 clients x 8 tokens a second
+    assert w.output_throughput.half_width == 0.0 and w.p99_itl_ms.value == 125.0
+    assert w.within(0.02, 0.10)
+
+
+def test_a_run_that_changes_half_way_has_a_wide_interval():
+    w = steady_window(closed_loop(4, 15, slow_after=8.0))
+    assert w.output_throughput.rel > 0.10 and w.p99_itl_ms.rel > 0.10
+    assert not w.within(0.02, 0.10)
+
+
+def test_too_short_a_window_gives_no_interval():
+    w = steady_window(closed_loop(2, MIN_BATCHES))
+    assert w is not None and w.batches < MIN_BATCHES
+    assert w.output_throughput is None and not w.within(1.0, 1.0)
+    assert steady_window([request(0.0)]) is None
+
+
+def test_the_per_token_itl_can_be_the_intervals_itl():
+    outs = closed_loop(4, 20)
+    for o in outs:  # two tokens a message: vLLM's ITL per message doubles, per token not
+        o.itl = [2 * STEP] * 3
+    assert steady_window(outs, "itl").p99_itl_ms.value == 250.0
+    assert steady_window(outs, "itl_per_token").p99_itl_ms.value == 125.0

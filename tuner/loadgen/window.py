@@ -1,0 +1,136 @@
+"""The steady-state window of a closed-loop run and confidence intervals by batch means (pure).
+
+In closed loop all ``max_concurrency`` clients are busy only between the ramp and the drain:
+every client sends at the start, and the rotation (a request ends, its client sends the next)
+begins when the first request completes; the drain begins when the first client finds no
+request left, that is at the last request's start. The window is ``[first completion, last
+start]``. Whole-run averages mix in the ramp and the drain, and with 1,000 requests at 256
+clients depend on where the four waves fall; figures over the window do not.
+
+Inside the window, tokens are placed at their arrival (the first arrival's tokens at the
+TTFT, later ones spread over their arrival's gap, as ``itl_per_token``) and ITLs at the
+arrival that ends them. The window is cut into ``b`` batches of equal length, each at least
+one mean request latency long (a request's own ITLs are correlated, and in closed loop the
+load repeats with that period), at most ``MAX_BATCHES``. Each batch gives an output
+throughput and a p99 ITL; the interval is the batch mean +- t(0.975, b - 1) * sd / sqrt(b),
+and it is reported relative to the window's own figure (pooled over the whole window).
+Fewer than ``MIN_BATCHES`` batches give no interval.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from tuner.loadgen.client import RequestOutput
+
+MAX_BATCHES = 20  # more batches than this only shortens them below what is needed
+MIN_BATCHES = 4  # a t-interval from fewer is too wide to decide anything
+# Student's t, two-sided 95 %, for 1..30 degrees of freedom (beyond: the normal's 1.96).
+_T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
+         2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
+         2.060, 2.056, 2.052, 2.048, 2.045, 2.042)
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A figure over the window with its 95 % half-width (absolute and relative)."""
+
+    value: float
+    half_width: float
+    rel: float
+
+
+@dataclass(frozen=True)
+class Window:
+    """The steady window (run clock, seconds) and the figures measured in it."""
+
+    start: float
+    end: float
+    requests: int  # requests that completed inside the window
+    batches: int
+    output_throughput: Interval | None
+    p99_itl_ms: Interval | None
+    itl_metric: str  # "itl" (vLLM's, per message) or "itl_per_token"
+
+    @property
+    def seconds(self) -> float:
+        return self.end - self.start
+
+    def within(self, throughput_rel: float, itl_rel: float) -> bool:
+        """Whether both half-widths are under their relative targets."""
+        return (self.output_throughput is not None and self.p99_itl_ms is not None
+                and self.output_throughput.rel <= throughput_rel
+                and self.p99_itl_ms.rel <= itl_rel)
+
+    def to_dict(self) -> dict:
+        return {**asdict(self), "seconds": self.seconds}
+
+
+def t975(df: int) -> float:
+    return _T975[df - 1] if 1 <= df <= len(_T975) else 1.96
+
+
+def bounds(outputs: Sequence[RequestOutput]) -> tuple[float, float] | None:
+    """``[first completion, last start]`` of the successful requests, or None if empty."""
+    ok = [o for o in outputs if o.success]
+    if len(ok) < 2:
+        return None
+    start = min(o.start_time + o.latency for o in ok)
+    end = max(o.start_time for o in outputs)
+    return (start, end) if end > start else None
+
+
+def steady_window(outputs: Sequence[RequestOutput], itl_metric: str = "itl") -> Window | None:
+    """The window of a closed-loop run and its intervals; None when there is no window."""
+    span = bounds(outputs)
+    if span is None:
+        return None
+    start, end = span
+    ok = [o for o in outputs if o.success]
+    token_t, itl_t, itl_v = _stamps(ok, itl_metric)
+    mean_e2el = float(np.mean([o.latency for o in ok]))
+    batches = int(min(MAX_BATCHES, (end - start) // mean_e2el)) if mean_e2el > 0 else 0
+    done = sum(1 for o in ok if start <= o.start_time + o.latency <= end)
+    pooled_rate = np.count_nonzero((token_t >= start) & (token_t < end)) / (end - start)
+    in_window = itl_v[(itl_t >= start) & (itl_t < end)]
+    pooled_p99 = float(np.percentile(in_window, 99)) * 1000.0 if in_window.size else math.nan
+    throughput = p99 = None
+    if batches >= MIN_BATCHES:
+        edges = np.linspace(start, end, batches + 1)
+        rates = np.histogram(token_t[token_t < end], edges)[0] / np.diff(edges)
+        p99s = [_p99_ms(itl_v[(itl_t >= a) & (itl_t < b)]) for a, b in zip(edges, edges[1:])]
+        throughput = _interval(pooled_rate, rates)
+        p99 = _interval(pooled_p99, [x for x in p99s if not math.isnan(x)])
+    return Window(float(start), float(end), done, batches, throughput, p99, itl_metric)
+
+
+def _stamps(ok: Sequence[RequestOutput], itl_metric: str):
+    """Token arrival times, and the ITLs with the times they end, as arrays."""
+    token_t, itl_t, itl_v = [], [], []
+    for o in ok:
+        first = o.start_time + o.ttft
+        per_token = np.asarray(o.itl_per_token, dtype=float)
+        later = first + np.cumsum(per_token)
+        token_t.append(np.full(max(0, (o.output_tokens or 1) - per_token.size), first))
+        token_t.append(later)
+        values = np.asarray(o.itl if itl_metric == "itl" else o.itl_per_token, dtype=float)
+        itl_t.append(first + np.cumsum(values))
+        itl_v.append(values)
+    return (np.concatenate(token_t), np.concatenate(itl_t) if itl_t else np.zeros(0),
+            np.concatenate(itl_v) if itl_v else np.zeros(0))
+
+
+def _p99_ms(values: np.ndarray) -> float:
+    return float(np.percentile(values, 99)) * 1000.0 if values.size else math.nan
+
+
+def _interval(value: float, samples: Sequence[float]) -> Interval | None:
+    if len(samples) < MIN_BATCHES or math.isnan(value):
+        return None
+    arr = np.asarray(samples, dtype=float)
+    half = t975(arr.size - 1) * float(np.std(arr, ddof=1)) / math.sqrt(arr.size)
+    return Interval(float(value), half, half / value if value > 0 else math.inf)
