@@ -3,7 +3,8 @@ configuration measures?
 
 Starts `tuner sim serve` (H200, Llama-3-8B shape, vLLM defaults, real time), then runs the
 load generator (``tuner.loadgen.run_benchmark``, closed loop) against it in pairs: two runs
-of the same configuration on the same server. For each pair it asks whether the second run's
+of the same configuration on the same server, each with prompts of its own seed (the same
+prompts again would be served from the prefix cache). For each pair it asks whether the second run's
 steady-window output throughput lies inside the first run's reported 95 % interval (and the
 other way round), and does the same for p99 ITL. The whole-run throughputs (vLLM's figures)
 are reported beside them. Writes bench/results/window.json.
@@ -34,13 +35,14 @@ from bench_sim import model_and_port, wait_ready  # noqa: E402
 OUT = Path(__file__).with_name("results") / "window.json"
 
 
-def one_run(url: str, model: str, args) -> dict:
+def one_run(url: str, model: str, args, seed: int) -> dict:
+    # A new seed each run: the same prompts again would hit the server's prefix cache.
     workload = WorkloadSpec(kind="random", input_len=args.input_len, output_len=args.output_len,
-                            vocab_size=128256, seed=7)
+                            vocab_size=128256, seed=seed)
     load = LoadSpec(max_concurrency=args.concurrency, num_requests=args.requests,
                     warmup_requests=16, max_client_lag_ms=50.0, early_stop=args.early_stop,
                     throughput_ci=0.02, itl_ci=0.10)
-    r = asyncio.run(run_benchmark(url, model, workload, load))
+    r = asyncio.run(run_benchmark(url, model, workload, load, time_scale=args.time_scale))
     w = r.window or {}
     return {"output_throughput": r.metrics["output_throughput"],
             "p99_itl_ms": r.metrics["p99_itl_ms"], "completed": r.metrics["completed"],
@@ -63,6 +65,8 @@ def main() -> int:
     ap.add_argument("--input-len", type=int, default=1024)
     ap.add_argument("--output-len", type=int, default=128)
     ap.add_argument("--early-stop", action="store_true")
+    ap.add_argument("--time-scale", type=float, default=1.0,
+                    help="the simulator's speed against real time (< 1 leaves the CPU slack)")
     ap.add_argument("--out", default=str(OUT))
     args = ap.parse_args()
     cpus = sorted(os.sched_getaffinity(0))
@@ -72,12 +76,14 @@ def main() -> int:
     model_dir, port, url = model_and_port()
     proc = subprocess.Popen([sys.executable, "-m", "tuner.sim", "serve", "--model",
                              str(model_dir), "--port", str(port), "--gpu", "h200",
-                             *server_cpus], stdout=subprocess.DEVNULL)
+                             "--time-scale", str(args.time_scale), *server_cpus], stdout=subprocess.DEVNULL)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # stop the server on the way out
     pairs = []
     try:
         asyncio.run(wait_ready(url, proc))
         for i in range(args.pairs):
-            a, b = one_run(url, str(model_dir), args), one_run(url, str(model_dir), args)
+            a = one_run(url, str(model_dir), args, 2 * i)
+            b = one_run(url, str(model_dir), args, 2 * i + 1)
             pair = {"a": a, "b": b}
             for key in ("output_throughput", "p99_itl_ms"):
                 pair[f"{key}_b_in_a"] = inside(a, b, key)
@@ -86,7 +92,7 @@ def main() -> int:
             print(f"pair {i + 1}: window tok/s {a['window']['output_throughput']} vs "
                   f"{b['window']['output_throughput']}; whole-run {a['output_throughput']:.0f} "
                   f"vs {b['output_throughput']:.0f}", flush=True)
-    finally:
+    finally:  # (also on SIGTERM: see the handler above)
         proc.send_signal(signal.SIGTERM)
         proc.wait(30)
 
@@ -105,7 +111,7 @@ def main() -> int:
                  "load_average_at_end": os.getloadavg()},
         "requests": args.requests, "concurrency": args.concurrency,
         "input_len": args.input_len, "output_len": args.output_len,
-        "early_stop": args.early_stop,
+        "early_stop": args.early_stop, "time_scale": args.time_scale,
         "throughput_b_in_a": count("output_throughput_b_in_a"),
         "throughput_a_in_b": count("output_throughput_a_in_b"),
         "p99_itl_b_in_a": count("p99_itl_ms_b_in_a"),

@@ -18,6 +18,7 @@ from tuner.study.spec import (EngineSection, ModelSection, Objective, StudySpec,
                               WorkloadSection)
 from tuner.testing.fake_server import FakeScript, FakeServer
 from tuner.trials import record
+from tuner.trials.record import TrialRecord
 
 pytestmark = pytest.mark.integration
 
@@ -37,7 +38,8 @@ def test_bench_reports_a_reply_in_one_message_and_no_valid_itl(tmp_path):
         p = subprocess.run([sys.executable, "-m", "tuner", "bench", "--url", s.url,
                             "--num-requests", str(REQUESTS), "--input-len", "16",
                             "--output-len", "8", "--vocab-size", "1000", "--max-concurrency",
-                            "4", "--json", str(out)], capture_output=True, text=True,
+                            "4", "--max-client-lag-ms", "1000", "--json", str(out)],
+                           capture_output=True, text=True,
                            timeout=120)
     assert p.returncode == 0, p.stderr
     assert "ITL:" in p.stdout and "NOT OBSERVED" in p.stdout
@@ -64,15 +66,17 @@ def test_k_tokens_a_message_leave_vllms_itl_unobservable_but_not_the_per_token_o
     assert m["p99_itl_per_token_ms"] > 0
 
 
-def _study(tmp_path: Path, stream_interval: int, itl_metric: str) -> StudySpec:
+def _study(tmp_path: Path, stream_interval: int, itl_metric: str,
+           min_gap_share: float = 0.9) -> StudySpec:
+    # Tokens 10 ms apart: on two shared cores the fake's writes of 2 ms gaps often coalesce.
     command = [sys.executable, "-m", "tuner.testing.fake_server", "--ttft-ms", "5",
-               "--itl-ms", "2", "--stream-interval", str(stream_interval)]
+               "--itl-ms", "10", "--stream-interval", str(stream_interval)]
     return StudySpec(
         name="si", model=ModelSection(path=str(tmp_path / "m"), served_name="fake-model",
                                       vocab_size=1000, context_len=4096),
         workload=WorkloadSection(input_len=16, output_len=8, max_concurrency=4,
                                  num_requests=REQUESTS, warmup_requests=0,
-                                 max_client_lag_ms=1000.0),
+                                 max_client_lag_ms=1000.0, min_gap_share=min_gap_share),
         objectives=[Objective(metric="output_throughput", direction="maximize"),
                     Objective(metric=itl_metric, direction="minimize")],
         engine=EngineSection(command=command, extra_args=[], start_timeout_s=30))
@@ -96,3 +100,24 @@ def test_the_runner_tells_the_per_token_itl_of_a_batching_server(tmp_path):
     told = _measure(_study(tmp_path, 4, "p99_itl_per_token_ms"), tmp_path)
     assert told.state == "complete" and told.outcome == record.MEASURED
     assert told.values[1] > 0 and told.metrics["multi_token_messages"] > 0
+
+
+def test_confirmation_runs_keep_every_repetition_and_tell_the_medians(tmp_path):
+    spec = _study(tmp_path, 1, "p99_itl_ms", min_gap_share=0.0)  # not about the gaps
+    slot = Slot(gpus=(), logs=tmp_path, worker="w", host="h")
+    asked = []
+
+    def confirm(metrics) -> int:
+        asked.append(metrics["output_throughput"])
+        return 2
+
+    told = measure(spec, {}, {}, 0, slot, TrialRecord(), lambda _phase: None, confirm)
+    assert told.outcome == record.MEASURED and len(asked) == 1
+    runs = told.repeats
+    assert len(runs) == 3 and runs[0]["metrics"]["output_throughput"] == asked[0]
+    spread = told.spread["output_throughput"]
+    values = sorted(r["metrics"]["output_throughput"] for r in runs)
+    assert spread.n == 3 and spread.median == values[1] == told.values[0]
+    assert (spread.min, spread.max) == (values[0], values[2])
+    stored = TrialRecord.from_user_attrs(json.loads(json.dumps(told.to_user_attrs())))
+    assert stored.spread == told.spread and len(stored.repeats) == 3

@@ -131,6 +131,6 @@ def _p99_ms(values: np.ndarray) -> float:
 def _interval(value: float, samples: Sequence[float]) -> Interval | None:
     if len(samples) < MIN_BATCHES or math.isnan(value):
         return None
-    arr = np.asarray(samples, dtype=float)
+    arr, value = np.asarray(samples, dtype=float), float(value)
     half = t975(arr.size - 1) * float(np.std(arr, ddof=1)) / math.sqrt(arr.size)
-    return Interval(float(value), half, half / value if value > 0 else math.inf)
+    return Interval(value, half, half / value if value > 0 else math.inf)

@@ -20,6 +20,7 @@ from typing import Any, Callable, Mapping
 
 from tuner.errors import EngineError, EngineExitedError
 from tuner.loadgen import SLO, LoadSpec, WorkloadSpec, gaps, run_benchmark
+from tuner.runner import confirm as confirmation
 from tuner.runner import crosscheck, engine, gpu, logparse
 from tuner.runner.interrupts import deferred_interrupts
 from tuner.runner.ports import free_port
@@ -29,6 +30,8 @@ from tuner.trials import record
 from tuner.trials.record import TrialRecord
 
 Phase = Callable[[str], None]
+# Given a first valid run's metrics: how many confirmation runs to add (search.confirm).
+Confirm = Callable[[Mapping[str, float]], int]
 
 
 @dataclass(frozen=True)
@@ -95,10 +98,18 @@ def _server_version(url: str) -> str | None:
         return None
 
 
-async def _watched_benchmark(server: Server, spec: StudySpec, phase: Phase):
-    """The benchmark, cancelled as soon as the server dies or the time runs out."""
+# Each further run on the same server (a retry, a confirmation) draws prompts of its own:
+# the same prompts again would be served from the prefix cache and measure faster.
+RUN_SEED_STEP = 7_919
+
+
+async def _watched_benchmark(server: Server, spec: StudySpec, phase: Phase, run: int = 0):
+    """The benchmark (the server's ``run``-th), cancelled as soon as the server dies or the
+    time runs out."""
+    workload = workload_of(spec)
+    workload = dataclasses.replace(workload, seed=workload.seed + run * RUN_SEED_STEP)
     task = asyncio.ensure_future(run_benchmark(
-        server.url, engine.served_name(spec), workload_of(spec), load_of(spec),
+        server.url, engine.served_name(spec), workload, load_of(spec),
         slo=slo_of(spec), time_scale=spec.engine.time_scale))
     start = time.monotonic()
     while not task.done():
@@ -123,7 +134,8 @@ def _failure(kind: str, message: str, server: Server) -> dict[str, Any]:
 
 
 def measure(spec: StudySpec, flags: Mapping[str, Any], launch_flags: Mapping[str, Any],
-            number: int, slot: Slot, base: TrialRecord, phase: Phase) -> TrialRecord:
+            number: int, slot: Slot, base: TrialRecord, phase: Phase,
+            confirm: Confirm | None = None) -> TrialRecord:
     """Run one configuration end to end and say what to tell the study."""
     port = free_port()
     launch = engine.launch(spec, launch_flags, port, slot.gpus)
@@ -144,6 +156,8 @@ def measure(spec: StudySpec, flags: Mapping[str, Any], launch_flags: Mapping[str
             told = record.infeasible(spec, _failure(kind, str(e), server), base)
         if told is None:
             told = _benchmark(spec, server, base, phases, phase)
+            if confirm is not None and told.outcome == record.MEASURED:
+                told = _confirm(spec, server, told, confirm(told.metrics), phase)
             if slot.crosscheck and told.outcome == record.MEASURED:
                 phase("crosscheck")
                 t0 = time.monotonic()
@@ -181,8 +195,8 @@ def _benchmark(spec: StudySpec, server: Server, base: TrialRecord, phases: dict,
     start = time.monotonic()
     rejected: list[str] = []
     try:
-        for _ in range(1 + INVALID_RETRIES):
-            result = asyncio.run(_watched_benchmark(server, spec, phase))
+        for attempt in range(1 + INVALID_RETRIES):
+            result = asyncio.run(_watched_benchmark(server, spec, phase, attempt))
             invalid = result.invalid_for(told_metrics(spec))
             if invalid is None or not result.metrics.get("completed"):
                 break
@@ -224,3 +238,31 @@ def _benchmark(spec: StudySpec, server: Server, base: TrialRecord, phases: dict,
                               "message": f"no value for {', '.join(missing)}{why}"},
                              ran)
     return record.measured(spec, metrics, base)
+
+
+def _confirm(spec: StudySpec, server: Server, told: TrialRecord, n: int,
+             phase: Phase) -> TrialRecord:
+    """Benchmark ``n`` more times on the same server; tell the medians, keep every run."""
+    if n <= 0:
+        return told
+    names = [o.metric for o in spec.objectives]
+    first = dict(told.metrics)
+    runs = [confirmation.repetition(first, names, told.window)]
+    rejected = list(told.rejected_runs)
+    for k in range(n):
+        phase(f"confirm {k + 1}/{n}")
+        try:
+            result = asyncio.run(_watched_benchmark(server, spec, phase,
+                                                    1 + INVALID_RETRIES + k))
+        except ServerDied as e:
+            rejected.append(f"confirmation run: {e}")
+            break
+        invalid = result.invalid_for(told_metrics(spec))
+        if invalid is not None or any(m not in result.metrics for m in names):
+            rejected.append(f"confirmation run: {invalid or 'missing objective'}")
+            continue
+        runs.append(confirmation.repetition(result.metrics, names, result.window))
+    values = [r["metrics"] for r in runs]
+    base = dataclasses.replace(told, repeats=tuple(runs), rejected_runs=tuple(rejected),
+                               spread=confirmation.spread(values, names))
+    return record.measured(spec, confirmation.medians(first, values, names), base)

@@ -23,6 +23,7 @@ from pathlib import Path
 import optuna
 
 from tuner import optuna_adapter
+from tuner.runner import confirm as confirmation
 from tuner.runner import crosscheck
 from tuner.runner.interrupts import deferred_interrupts
 from tuner.runner.measure import Slot, measure
@@ -34,7 +35,7 @@ from tuner.search.sampler import make_sampler
 from tuner.study import OpenStudy, open_study
 from tuner.study.outage import retrying
 from tuner.study.storage import HEARTBEAT_S
-from tuner.trials import queries, record
+from tuner.trials import pareto, queries, record
 from tuner.trials.record import TrialRecord
 
 MAX_DUPLICATES_IN_A_ROW = 25
@@ -207,7 +208,23 @@ class Worker:
         slot = self.slot
         if self.summary.launched < spec.engine.crosscheck_trials and crosscheck.applicable(spec):
             slot = dataclasses.replace(slot, crosscheck=True)
-        return measure(spec, prop.flags, prop.launch, trial.number, slot, base, phase)
+        return measure(spec, prop.flags, prop.launch, trial.number, slot, base, phase,
+                       self._confirmations(prop) if spec.search.confirm else None)
+
+    def _confirmations(self, prop: Proposal):
+        """search.confirm more runs for the default and for a first run on the front."""
+        spec = self.opened.spec
+
+        def count(metrics) -> int:
+            if prop.baseline == record.DEFAULT_BASELINE:
+                return spec.search.confirm
+            values = [float(metrics[o.metric]) for o in spec.objectives]
+            front = pareto.pareto_front(self._db(lambda: queries.load_records(self.study)),
+                                        spec.objectives)
+            beaten = any(pareto.dominates(pareto.vector(r, spec.objectives), values,
+                                          spec.objectives) for r in front)
+            return 0 if beaten else spec.search.confirm
+        return count
 
     def _stopped(self, trial, prop: Proposal, base: TrialRecord) -> None:
         """Record the interrupted trial as stopped and queue its configuration again."""

@@ -209,6 +209,10 @@ class SearchSection(_Section):
     seed: int | None = 0
     baselines: bool = True
     repeats: bool = False
+    # Confirmation runs (tuner/runner/confirm.py): the default and every trial whose first run
+    # lands on the front are benchmarked this many more times on the same server; the trial
+    # tells the medians and keeps every run and their spread.
+    confirm: int = Field(0, ge=0, le=20)
     # Stopping rules beside n_trials (tuner/runner/stopping.py): no new trial after the
     # deadline (a time, "2026-12-01T08:00", in the worker's local time unless it has an
     # offset, or a duration from `tuner launch`, "8h"), nor once the hypervolume has not

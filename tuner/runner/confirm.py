@@ -1,0 +1,45 @@
+"""Confirmation runs: the same configuration benchmarked again on the same server (pure).
+
+With ``search.confirm = N`` the default baseline and every trial whose first run lands on the
+study's front are benchmarked N more times before the server stops. The trial keeps every
+repetition (``repeats``: each run's objective and steady-window figures) and tells the
+median of each objective; ``spread`` (``TrialRecord.spread``: metric -> ``Spread`` with n,
+median, min, max and rel = (max - min) / median) is the typed summary that results and
+samplers read. A gain over the default inside the spread of either is "within noise".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from tuner.trials.record import Spread
+
+# Per run, what the repetitions keep besides the objectives (small, JSON-safe).
+KEPT = ("output_throughput", "p99_itl_ms", "p99_itl_per_token_ms", "steady_output_throughput",
+        "steady_p99_itl_ms", "steady_p99_itl_per_token_ms", "completed", "duration")
+
+
+def repetition(metrics: Mapping[str, float], objectives: Sequence[str],
+               window: Mapping | None) -> dict:
+    """One run's record among the repetitions."""
+    kept = {k: float(metrics[k]) for k in (*objectives, *KEPT) if k in metrics}
+    return {"metrics": kept, "window": dict(window) if window else None}
+
+
+def spread(runs: Sequence[Mapping[str, float]], metrics: Sequence[str]) -> dict[str, Spread]:
+    """Median and range of each of ``metrics`` over the runs that have it."""
+    out = {}
+    for name in metrics:
+        values = np.asarray([r[name] for r in runs if name in r], dtype=float)
+        if values.size:
+            out[name] = Spread(int(values.size), float(np.median(values)),
+                               float(values.min()), float(values.max()))
+    return out
+
+
+def medians(first: Mapping[str, float], runs: Sequence[Mapping[str, float]],
+            metrics: Sequence[str]) -> dict[str, float]:
+    """``first`` with each of ``metrics`` replaced by its median over ``runs``."""
+    return {**first, **{name: s.median for name, s in spread(runs, metrics).items()}}
