@@ -30,6 +30,7 @@ max_concurrency = 8
 num_requests = {n}
 warmup_requests = 0
 max_client_lag_ms = 50
+min_gap_share = 0.5
 [search]
 n_trials = {trials}
 {search}
