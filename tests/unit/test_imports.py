@@ -3,8 +3,9 @@
 The layers, lowest first: a package may import only packages of a lower rank (and itself):
 
     errors, optuna_adapter, the version       0
-    durations, trials, loadgen, modelfolder   1   the trial record is the hub: every layer
-    space, sim                                2   above reads it, it reads none of them
+    durations, trials, loadgen, modelfolder,  1   the trial record is the hub: every layer
+      installed (the engine's own answer)         above reads it, it reads none of them
+    space, sim                                2
     study                                     3   study file -> space (the stored study)
     search                                    4   samplers, warm start
     runner, results                           5   runner -> search (the study's sampler);
@@ -28,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[2] / "tuner"
 
 RANK = {
     "__init__": 0, "errors": 0, "optuna_adapter": 0,
-    "durations": 1, "trials": 1, "loadgen": 1, "modelfolder": 1,
+    "durations": 1, "trials": 1, "loadgen": 1, "modelfolder": 1, "installed": 1,
     "space": 2, "sim": 2,
     "study": 3,
     "search": 4,

@@ -65,6 +65,13 @@ def build_parser(argv: list[str] | None = None,
 
 
 def main(argv: list[str] | None = None) -> int:
+    words = sys.argv[1:] if argv is None else list(argv)
+    if words[:2] == ["sim", "serve"] and "--help=all" in words:
+        # vLLM's `serve --help=all`, answered by the simulator (tuner.installed asks it)
+        from tuner.sim.serveargs import help_answer, wants_help_all
+
+        sys.stdout.write(help_answer(wants_help_all(words) or "h200"))
+        return 0
     parser = build_parser(argv)
     args = parser.parse_args(argv)
     try:

@@ -51,8 +51,13 @@ def register(subparsers) -> None:
 def _serve(args: argparse.Namespace) -> int:
     from tuner.sim.launch import serve
 
+    from tuner.sim.serveargs import refused
+
     if not (args.model or args.model_tag):
         raise UsageError("no model: pass --model DIR (a folder with a config.json)")
+    refusal = refused(args)
+    if refusal:
+        raise UsageError(refusal)
     return serve(args)
 
 

@@ -37,6 +37,9 @@ def _create(args: argparse.Namespace) -> int:
                   if t.state.name == "WAITING" and baseline_of(t))
     print(f"study {spec.name} {verb} in {mask(url)}: rules {opened.space.rules.name}, "
           f"{len(opened.space.params)} tuned flags, {waiting} baselines queued")
+    print(f"engine: {opened.engine_note or opened.space.engine}")
+    for note in opened.space.notes:
+        print(f"  {note}")
     return 0
 
 

@@ -10,12 +10,20 @@ from __future__ import annotations
 import os
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from tuner.space.argv import flags_argv
 from tuner.study.spec import StudySpec
 
 VLLM_MODULE = "vllm.entrypoints.openai.api_server"
+
+# vLLM's compile caches (torch.compile and its AOT artefacts under VLLM_CACHE_ROOT, Inductor's
+# FX graphs and Triton's kernels), kept in one folder of the box that outlives trials and
+# worker restarts: a start whose compile key was seen before loads instead of compiling
+# (4.7 s against 23.6 s on the H200, docs/starts.md).
+CACHE_VARS = {"VLLM_CACHE_ROOT": "vllm", "TORCHINDUCTOR_CACHE_DIR": "inductor",
+              "TRITON_CACHE_DIR": "triton"}
 
 
 @dataclass(frozen=True)
@@ -39,13 +47,26 @@ def served_name(spec: StudySpec) -> str:
     return spec.model.served_name or os.path.basename(spec.model.path.rstrip("/"))
 
 
+def cache_env(root: Path, inherited: Mapping[str, str]) -> dict[str, str]:
+    """The compile-cache variables under ``root``, except those ``inherited`` already sets
+    (a box's own VLLM_CACHE_ROOT wins)."""
+    return {var: str(root / sub) for var, sub in CACHE_VARS.items() if var not in inherited}
+
+
 def launch(spec: StudySpec, flags: Mapping[str, Any], port: int, gpus: Sequence[int],
-           host: str = "127.0.0.1") -> Launch:
-    """The argv (a list, never a shell string) and environment of one server."""
+           host: str = "127.0.0.1", cache_root: Path | None = None,
+           inherited: Mapping[str, str] | None = None) -> Launch:
+    """The argv (a list, never a shell string) and environment of one server.
+
+    With ``cache_root``, a vLLM server keeps its compile caches there (``cache_env``); the
+    study's own engine.env wins over both."""
     argv = program(spec) + [
         "--model", spec.model.path, "--served-model-name", served_name(spec),
         "--host", host, "--port", str(port), "--dtype", spec.model.dtype,
         *spec.engine.extra_args, *flags_argv(flags)]
     tp = int(flags.get("tensor_parallel_size", spec.model.tensor_parallel_size))
-    env = {**spec.engine.env, "CUDA_VISIBLE_DEVICES": ",".join(str(g) for g in gpus[:max(tp, 1)])}
+    caches = (cache_env(cache_root, inherited or {})
+              if cache_root is not None and spec.engine.kind == "vllm" else {})
+    env = {**caches, **spec.engine.env,
+           "CUDA_VISIBLE_DEVICES": ",".join(str(g) for g in gpus[:max(tp, 1)])}
     return Launch(tuple(argv), env)

@@ -21,7 +21,7 @@ from typing import Any, Callable, Mapping
 from tuner.errors import EngineError, EngineExitedError
 from tuner.loadgen import SLO, LoadSpec, WorkloadSpec, gaps, run_benchmark
 from tuner.runner import confirm as confirmation
-from tuner.runner import crosscheck, engine, gpu, logparse
+from tuner.runner import crosscheck, engine, gpu, logparse, startlog
 from tuner.runner.interrupts import deferred_interrupts
 from tuner.runner.ports import free_port
 from tuner.runner.server import Server
@@ -43,6 +43,7 @@ class Slot:
     worker: str
     host: str
     crosscheck: bool = False
+    cache: Path | None = None  # the box's compile caches (engine.cache_env)
 
 
 # Benchmark runs repeated on the same server when the client was the bottleneck.
@@ -138,7 +139,8 @@ def measure(spec: StudySpec, flags: Mapping[str, Any], launch_flags: Mapping[str
             confirm: Confirm | None = None) -> TrialRecord:
     """Run one configuration end to end and say what to tell the study."""
     port = free_port()
-    launch = engine.launch(spec, launch_flags, port, slot.gpus)
+    launch = engine.launch(spec, launch_flags, port, slot.gpus, cache_root=slot.cache,
+                           inherited=os.environ)
     server = Server(launch, port, slot.logs / f"trial-{number:05d}.log")
     base = dataclasses.replace(base, command=tuple(launch.argv), engine=spec.engine.kind,
                                gpus=tuple(slot.gpus), log=str(server.log_path))
@@ -182,6 +184,8 @@ def measure(spec: StudySpec, flags: Mapping[str, Any], launch_flags: Mapping[str
     # Both change what the client sees (tokens a message, the step's timing): on every trial.
     return dataclasses.replace(
         told, kv_cache_tokens=logparse.kv_cache_tokens(log), phases=phases,
+        start_phases=startlog.with_process_start(startlog.start_phases(log),
+                                                 phases.get("start")),
         vllm_version=told.vllm_version or logparse.vllm_version(log), gpu_name=gpu_name,
         interrupted=bool(held.pending),
         async_scheduling=logparse.async_scheduling(log, dict(launch_flags)),

@@ -18,11 +18,11 @@ import time
 import warnings
 import zlib
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import optuna
 
 from tuner import optuna_adapter
+from tuner.errors import UsageError
 from tuner.runner import confirm as confirmation
 from tuner.runner import crosscheck
 from tuner.runner.interrupts import deferred_interrupts
@@ -32,9 +32,11 @@ from tuner.runner.proposal import Proposal, propose
 from tuner.runner.registry import STOP, Registration, stop_requested
 from tuner.runner.tell import tell
 from tuner.search.sampler import make_sampler
+from tuner.space.installed import unusable_here
 from tuner.study import OpenStudy, open_study
 from tuner.study.outage import retrying
-from tuner.study.storage import HEARTBEAT_S
+from tuner.study.storage import HEARTBEAT_S, cache_root, study_dir
+from tuner.study.store import ask_study_engine
 from tuner.trials import pareto, queries, record
 from tuner.trials.record import TrialRecord
 
@@ -52,12 +54,6 @@ class Summary:
     @property
     def launched(self) -> int:
         return sum(v for k, v in self.told.items() if k != record.DUPLICATE)
-
-
-def study_dir(name: str) -> Path:
-    import os
-
-    return Path(os.environ.get("TUNER_HOME", ".tuner")).resolve() / "studies" / name
 
 
 def best_line(opened: OpenStudy) -> str:
@@ -107,10 +103,28 @@ class Worker:
         self.study = optuna.load_study(study_name=study_name, storage=optuna_adapter.storage_of(self.opened.study),
                                        sampler=make_sampler(spec.search.sampler, seed))
         self.gpus, self.n_trials, self.timeout_s = gpus, n_trials, timeout_s
-        self.slot = Slot(gpus, study_dir(study_name) / "logs", "", socket.gethostname())
+        self.slot = Slot(gpus, study_dir(study_name) / "logs", "", socket.gethostname(),
+                         cache=cache_root())
         self.progress = progress or Progress(n_trials or spec.search.n_trials)
+        self._check_engine(gpus)
         self.summary = Summary()
         self.started_at = time.time()
+
+    def _check_engine(self, gpus: tuple[int, ...]) -> None:
+        """Ask this host's engine (the GPU box may have another vLLM than the host that
+        created the study): a flag of the study it lacks is a UsageError naming it."""
+        space = self.opened.space
+        installed, note = ask_study_engine(self.opened.spec, gpus)
+        if installed is None:
+            self.progress.say(f"tuner: {note}")
+            return
+        problems = unusable_here(space.names, installed)
+        if problems:
+            raise UsageError(f"study {self.opened.spec.name} cannot run on this host: "
+                             f"{problems[0]}")
+        if space.engine and installed.label != space.engine:
+            self.progress.say(f"tuner: this host runs {installed.label}; the study was "
+                              f"created with {space.engine}")
 
     def _done(self, started: float, dup_run: int) -> str | None:
         spec = self.opened.spec
@@ -136,7 +150,7 @@ class Worker:
         warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
         warnings.filterwarnings("ignore", message=".*Heartbeat.*")
         self.registration = _Registration(self.study, self.gpus, HEARTBEAT_S)
-        self.slot = Slot(self.gpus, self.slot.logs, self.registration.id, self.slot.host)
+        self.slot = dataclasses.replace(self.slot, worker=self.registration.id)
         self.registration.start()
         started, dup_run, state = time.monotonic(), 0, "exited"
         try:

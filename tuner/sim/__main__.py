@@ -4,16 +4,25 @@ the tuner CLI (it starts, and refuses, faster)."""
 import argparse
 import sys
 
-from tuner.sim.serveargs import add_serve_flags
+from tuner.sim.serveargs import add_serve_flags, help_answer, refused, wants_help_all
 
 
 def main(argv: list[str] | None = None) -> int:
+    words = sys.argv[1:] if argv is None else argv
+    gpu = wants_help_all(words)
+    if gpu is not None and words[:1] == ["serve"]:
+        sys.stdout.write(help_answer(gpu, "python -m tuner.sim serve"))
+        return 0
     parser = argparse.ArgumentParser(prog="python -m tuner.sim")
     sub = parser.add_subparsers(dest="command", required=True)
     add_serve_flags(sub.add_parser("serve", help="serve like `vllm serve` on a simulated GPU"))
     args = parser.parse_args(argv)
     if not (args.model or args.model_tag):
         parser.error("no model: pass --model DIR (a folder with a config.json)")
+    refusal = refused(args)
+    if refusal:
+        print(f"error: {refusal}", file=sys.stderr)
+        return 2
     from tuner.errors import TunerError
     from tuner.sim.launch import serve
 

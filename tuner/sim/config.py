@@ -32,6 +32,14 @@ class EngineConfig:
     tensor_parallel_size: int = 1
     dtype: str = "auto"
     seed: int = 0
+    # The V1 scheduler's flags the model learns (docs/simulator.md): the threshold caps a
+    # prompt's chunk per step; partial prefills act only through their start checks and the
+    # threshold they imply, as in vLLM 0.24's V1 scheduler; priority orders like fcfs when
+    # requests carry no priority (ours carry none).
+    long_prefill_token_threshold: int = 0
+    max_num_partial_prefills: int = 1
+    max_long_partial_prefills: int = 1
+    scheduling_policy: str = "fcfs"
 
     def flags(self) -> dict[str, Any]:
         """The tuned flags only, keyed by the search space's names."""
@@ -54,8 +62,12 @@ def resolve(flags: Mapping[str, Any], shape: ModelShape, gpu: GpuProfile) -> Eng
     seqs = given.get("max_num_seqs")
     if seqs is None:
         seqs = min(gpu.default_max_num_seqs, int(budget))
+    threshold = int(given.get("long_prefill_token_threshold", 0))
+    if int(given.get("max_num_partial_prefills", 1)) > 1 and threshold == 0:
+        threshold = int(max_model_len * 0.04)  # vLLM 0.24 SchedulerConfig.__post_init__
     merged = {**given, "max_num_batched_tokens": int(budget), "max_model_len": max_model_len,
-              "max_num_seqs": int(seqs), "enable_chunked_prefill": chunked}
+              "max_num_seqs": int(seqs), "enable_chunked_prefill": chunked,
+              "long_prefill_token_threshold": threshold}
     return EngineConfig(**merged)
 
 

@@ -152,7 +152,7 @@ def _run(cfg: EngineConfig, shape: ModelShape, gpu: GpuProfile, consts: EngineCo
          plan: MemoryPlan, workload: SimWorkload, fast: bool = True) -> SimOutcome:
     core = EngineCore(cfg, shape, gpu, consts, plan)
     r = None
-    if fast:
+    if fast and not cfg.long_prefill_token_threshold:  # the fast path has no chunk cap
         req_plan = request_plan(workload)
         hashes = prompt_hashes(workload, cfg.block_size) if cfg.enable_prefix_caching else None
         try:

@@ -107,6 +107,7 @@ class Scheduler:
     def _schedule_running(self, work: list, budget: int | None) -> int:
         """Schedule running requests in order, preempting from the back; the budget left."""
         pool, running, bs = self.pool, self.running, self.pool.block_size
+        cap = self.cfg.long_prefill_token_threshold
         unlimited = budget is None
         if unlimited:
             budget = 1 << 62
@@ -116,6 +117,8 @@ class Scheduler:
             req = running[i]
             c = req.computed
             n = req.num_tokens - c
+            if 0 < cap < n:  # vLLM's long_prefill_token_threshold
+                n = cap
             if n > budget:
                 n = budget
             need = -(-(c + n) // bs) - req.n_blocks
@@ -143,11 +146,14 @@ class Scheduler:
     def _admit(self, work: list, budget: int, chunked: bool) -> int:
         """Admit waiting requests (prefix hits first); how many were admitted."""
         pool, waiting, running, admitted = self.pool, self.waiting, self.running, 0
+        cap = self.cfg.long_prefill_token_threshold
         while waiting and budget > 0 and len(running) < self.cfg.max_num_seqs:
             req = waiting[0]
             hits = pool.match(req.hashes, req.prompt_len) if req.hashes else []
             start = len(hits) * pool.block_size
             n = req.num_tokens - start
+            if 0 < cap < n and chunked:  # vLLM's long_prefill_token_threshold
+                n = cap
             if n > budget:
                 if not chunked:
                     break

@@ -53,6 +53,11 @@ def add_serve_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--enable-prefix-caching", action=bool_flag, default=True)
     p.add_argument("--enable-chunked-prefill", action=bool_flag, default=True)
     p.add_argument("--enforce-eager", action=bool_flag, default=False)
+    p.add_argument("--long-prefill-token-threshold", type=int, default=0)
+    p.add_argument("--max-num-partial-prefills", type=int, default=1)
+    p.add_argument("--max-long-partial-prefills", type=int, default=1)
+    p.add_argument("--scheduling-policy", choices=("fcfs", "priority"), default="fcfs")
+    _add_refused_flags(p)
     p.add_argument("--num-gpu-blocks-override", type=int)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--trust-remote-code", action="store_true")
@@ -67,6 +72,75 @@ def add_serve_flags(p: argparse.ArgumentParser) -> None:
                         "generator on the others, a small machine keeps real time")
     p.add_argument("--sim-trace", action="store_true",
                    help="keep each request's modelled token times at /sim/trace (benchmarks)")
+
+
+# vLLM flags the model cannot learn: accepted at the value it models (None: none), refused
+# otherwise, and left out of `--help=all` so that no study tunes them here.
+REFUSED: dict[str, tuple[object, str]] = {
+    "async_scheduling": (True, "the model was calibrated with async scheduling on (vLLM "
+                               "0.24's default); a synchronous scheduler's host gaps are not "
+                               "modelled"),
+    "stream_interval": (1, "the front end sends every token as it is made"),
+    "max_cudagraph_capture_size": (None, "CUDA-graph sizes are a fixed engine constant "
+                                         "(profiles.toml: max_cudagraph_capture_size)"),
+    "cudagraph_capture_sizes": (None, "CUDA-graph sizes are a fixed engine constant"),
+    "optimization_level": (None, "compile levels change kernels the model does not see"),
+    "performance_mode": (None, "kernel and graph choices are not modelled"),
+    "compilation_config": (None, "compilation is not modelled"),
+}
+
+
+def _add_refused_flags(p: argparse.ArgumentParser) -> None:
+    hide = argparse.SUPPRESS
+    p.add_argument("--async-scheduling", action=argparse.BooleanOptionalAction, help=hide)
+    p.add_argument("--stream-interval", type=int, help=hide)
+    p.add_argument("--max-cudagraph-capture-size", type=int, help=hide)
+    p.add_argument("--cudagraph-capture-sizes", type=int, nargs="+", help=hide)
+    p.add_argument("--optimization-level", "-O", help=hide)
+    p.add_argument("--performance-mode", help=hide)
+    p.add_argument("--compilation-config", "-cc", help=hide)
+
+
+def refused(args: argparse.Namespace) -> str | None:
+    """Why the simulator will not run these flags (one line), or None."""
+    for name, (modelled, why) in REFUSED.items():
+        value = getattr(args, name, None)
+        if value is not None and value != modelled:
+            flag = "--" + name.replace("_", "-")
+            shown = f"--no-{flag[2:]}" if value is False else f"{flag} {value}"
+            return f"tuner sim does not simulate {shown}: {why} (docs/simulator.md)"
+    return None
+
+
+def help_answer(gpu: str, prog: str = "tuner sim serve") -> str:
+    """What `tuner sim serve --gpu GPU --help=all` prints: the engine, its version and the
+    batch defaults it uses on that GPU (as vLLM's probe answers), then every flag it accepts
+    with its default (argparse's defaults formatter, as vLLM's)."""
+    from tuner import __version__
+    from tuner.sim.profiles import load_gpu
+
+    parser = argparse.ArgumentParser(prog=prog, add_help=False,
+                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    add_serve_flags(parser)
+    for action in parser._actions:  # argparse prints a default only beside some help text
+        if action.help is None:
+            action.help = "as vLLM's"
+    profile = load_gpu(gpu)
+    return (f"tuner-probe: engine tuner-sim {__version__}\n"
+            f"tuner-probe: batch {profile.default_max_num_batched_tokens} "
+            f"{profile.default_max_num_seqs} {gpu}\n" + parser.format_help())
+
+
+def wants_help_all(argv: list[str]) -> str | None:
+    """The GPU of `serve ... --help=all` (default h200), or None when not asked."""
+    if "--help=all" not in argv:
+        return None
+    for i, word in enumerate(argv):
+        if word == "--gpu" and i + 1 < len(argv):
+            return argv[i + 1]
+        if word.startswith("--gpu="):
+            return word.split("=", 1)[1]
+    return "h200"
 
 
 def engine_flags(args: argparse.Namespace) -> dict[str, Any]:
@@ -84,4 +158,8 @@ def engine_flags(args: argparse.Namespace) -> dict[str, Any]:
         "tensor_parallel_size": args.tensor_parallel_size,
         "dtype": args.dtype,
         "seed": args.seed,
+        "long_prefill_token_threshold": args.long_prefill_token_threshold,
+        "max_num_partial_prefills": args.max_num_partial_prefills,
+        "max_long_partial_prefills": args.max_long_partial_prefills,
+        "scheduling_policy": args.scheduling_policy,
     }

@@ -50,11 +50,28 @@ def config_errors(cfg: EngineConfig, shape: ModelShape) -> StartFailure | None:
     if b < seqs:
         return StartFailure("invalid_config", _validation(
             f"max_num_batched_tokens ({b}) must be greater than or equal to max_num_seqs ({seqs})."))
+    partial = partial_prefill_errors(cfg)
+    if partial:
+        return StartFailure("invalid_config", _validation(partial))
     tp = cfg.tensor_parallel_size
     if tp < 1 or shape.num_attention_heads % tp:
         return StartFailure("invalid_config", (
             f"ValueError: Total number of attention heads ({shape.num_attention_heads}) must be "
             f"divisible by tensor parallel size ({tp})."))
+    return None
+
+
+def partial_prefill_errors(cfg: EngineConfig) -> str | None:
+    """vLLM 0.24's SchedulerConfig checks of the partial-prefill flags, in its wording."""
+    if cfg.max_num_partial_prefills > 1:
+        if not cfg.enable_chunked_prefill:
+            return "Chunked prefill must be enabled to set max_num_partial_prefills > 1."
+        if cfg.long_prefill_token_threshold > cfg.max_model_len:
+            return (f"long_prefill_token_threshold ({cfg.long_prefill_token_threshold}) "
+                    f"cannot be greater than the max_model_len ({cfg.max_model_len}).")
+    if cfg.max_long_partial_prefills > cfg.max_num_partial_prefills:
+        return (f"self.max_long_partial_prefills={cfg.max_long_partial_prefills} must be less "
+                f"than or equal to self.max_num_partial_prefills={cfg.max_num_partial_prefills}.")
     return None
 
 

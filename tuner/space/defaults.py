@@ -38,4 +38,21 @@ def vllm_defaults(model_max_len: int, gpu_memory_gib: float, gpu_name: str,
         "block_size": 128 if gpu_name.lower() == "cpu" else 16,
         "kv_cache_dtype": "auto",
         "tensor_parallel_size": tensor_parallel_size,
+        **V1_DEFAULTS,
+        # 0.24: min(2 * max_num_seqs, 512) (config/compilation.py); 0.32: capped at 512
+        "max_cudagraph_capture_size": min(2 * seqs, 512),
     }
+
+
+# The V1 scheduler's flags as vLLM 0.24 and 0.32 resolve them when absent (their parsers
+# print None for async_scheduling: VllmConfig turns it on where the executor supports it).
+V1_DEFAULTS: dict[str, Any] = {
+    "async_scheduling": True,
+    "long_prefill_token_threshold": 0,
+    "max_num_partial_prefills": 1,
+    "max_long_partial_prefills": 1,
+    "scheduling_policy": "fcfs",
+    "stream_interval": 1,
+    "optimization_level": 2,
+    "performance_mode": "balanced",
+}

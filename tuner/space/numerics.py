@@ -77,6 +77,35 @@ TABLE: Mapping[str, Numerics] = {
     "tensor_parallel_size": Numerics(
         LOSSLESS, "splits each layer's weights across GPUs at the same precision; only the "
         "order of the all-reduce sums changes", _DOCS + "serving/parallelism_scaling/"),
+    # The V1 scheduler's and compiler's flags (opt-in; docs/flags.md). Sources are vLLM
+    # 0.24.0's and 0.32.0's code.
+    "async_scheduling": Numerics(
+        LOSSLESS, "overlaps scheduling step N+1 with running step N; the same steps",
+        "vllm/config/vllm.py (async_scheduling None -> True); vllm/v1/engine/core.py"),
+    "long_prefill_token_threshold": Numerics(
+        LOSSLESS, "caps a prompt's chunk per step: the same attention over the same KV cache",
+        "vllm/v1/core/sched/scheduler.py (num_new_tokens capped at the threshold)"),
+    "max_num_partial_prefills": Numerics(
+        LOSSLESS, "how many prompts are chunked at once: scheduling, not numerics",
+        _SCHED + " (__post_init__, verify_max_model_len; gone in 0.32)"),
+    "max_long_partial_prefills": Numerics(
+        LOSSLESS, "how many long prompts are chunked at once: scheduling, not numerics",
+        _SCHED + " (verify_max_model_len; gone in 0.32)"),
+    "scheduling_policy": Numerics(
+        LOSSLESS, "the order waiting requests are admitted in",
+        "vllm/v1/core/sched/request_queue.py"),
+    "stream_interval": Numerics(
+        LOSSLESS, "tokens per streamed chunk: when the client sees tokens, not which",
+        "vllm/v1/engine/output_processor.py (stream_interval)"),
+    "max_cudagraph_capture_size": Numerics(
+        LOSSLESS, "which batch sizes replay CUDA graphs of the same kernels",
+        "vllm/config/compilation.py (max_cudagraph_capture_size)"),
+    "optimization_level": Numerics(
+        LOSSLESS, "torch.compile and CUDA graphs at the model's precision; fused kernels "
+        "reorder sums as any batch does", "vllm/config/vllm.py (OptimizationLevel)"),
+    "performance_mode": Numerics(
+        LOSSLESS, "graph sizes, batching and kernel choices at the model's precision",
+        "vllm/config/vllm.py (performance_mode)"),
 }
 
 

@@ -39,6 +39,11 @@ class Param:
     help: str = ""
     bounds: tuple[float, float] | None = None
     accepted: tuple[str, ...] = ()
+    # Opt-in flags are tuned only when the study names them in [space.ranges] (or fixes
+    # them); otherwise they stay off the command line at vLLM's default. ``why`` says what
+    # the flag does to a trial (its class and vLLM source: numerics.py).
+    opt_in: bool = False
+    why: str = ""
 
     @property
     def flag(self) -> str:
@@ -83,6 +88,46 @@ class Param:
         return [self.flag, str(value)]
 
 
+# The V1 scheduler's and compiler's flags (all lossless: they change when work is done, never
+# the numbers computed). Opt-in: each costs trials, and several are inert for our workloads.
+# Sources are vLLM 0.24.0's and 0.32.0's vllm/config/ and vllm/v1/ (docs/flags.md).
+V1_SCHEDULER: tuple[Param, ...] = (
+    Param("async_scheduling", "bool", opt_in=True,
+          help="schedule step N+1 while step N runs on the GPU",
+          why="hides the scheduler's CPU time behind the GPU step; on by default where the "
+              "executor supports it"),
+    Param("long_prefill_token_threshold", "choice", choices=(0, 256, 512, 1024, 2048, 4096),
+          bounds=(0, 2**24), opt_in=True,
+          help="most tokens one prompt's chunk may take in a step (0: no cap)",
+          why="caps a long prompt's chunk so that other prompts and decodes share the budget"),
+    Param("max_num_partial_prefills", "int", 1, 8, bounds=(1, 1024), opt_in=True,
+          help="prompts that may be partly prefilled at once (vLLM <= 0.2x)",
+          why="in the V1 scheduler of 0.24 only its start check and the threshold it implies "
+              "(4% of max_model_len when > 1) act; removed by 0.32"),
+    Param("max_long_partial_prefills", "int", 1, 8, bounds=(1, 1024), opt_in=True,
+          help="long prompts among the partial prefills (vLLM <= 0.2x)",
+          why="must not exceed max_num_partial_prefills; otherwise unused by the V1 scheduler"),
+    Param("scheduling_policy", "choice", choices=("fcfs", "priority"),
+          accepted=("fcfs", "priority"), opt_in=True, help="order of waiting requests",
+          why="with no request priorities (our load generator sends none) priority orders "
+              "by arrival like fcfs; it differs only in whom it preempts"),
+    Param("stream_interval", "int", 1, 16, log=True, bounds=(1, 2**16), opt_in=True,
+          help="tokens buffered before a streamed chunk is sent",
+          why="fewer, larger chunks cut host work but make ITL a per-chunk figure: tuned "
+              "only when no objective or SLO is an ITL"),
+    Param("max_cudagraph_capture_size", "choice", choices=(64, 128, 256, 512, 1024),
+          bounds=(1, 2**16), opt_in=True, help="largest batch replayed from a CUDA graph",
+          why="larger batches than this run without a graph; each size captured costs "
+              "start time and memory"),
+    Param("optimization_level", "choice", choices=(0, 1, 2, 3), bounds=(0, 3), opt_in=True,
+          help="-O level: start time against step speed (0: no compile)",
+          why="trades torch.compile and graph capture at start for faster steps"),
+    Param("performance_mode", "choice", choices=("balanced", "interactivity", "throughput"),
+          accepted=("balanced", "interactivity", "throughput"), opt_in=True,
+          help="graph sizes and kernels for latency or throughput",
+          why="picks CUDA-graph sizes, batching and kernels for small or large batches"),
+)
+
 # The catalogue: every flag the search may tune, with the widest sensible range.
 # A study narrows ranges or fixes values; the workload narrows max_model_len.
 CATALOGUE: tuple[Param, ...] = (
@@ -104,6 +149,7 @@ CATALOGUE: tuple[Param, ...] = (
           help="KV-cache element type"),
     Param("tensor_parallel_size", "choice", choices=(1, 2, 4, 8), bounds=(1, 64),
           help="GPUs one server spans (tuned only when the study has several GPUs)"),
+    *V1_SCHEDULER,
 )
 
 BY_NAME: dict[str, Param] = {p.name: p for p in CATALOGUE}

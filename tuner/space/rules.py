@@ -90,6 +90,33 @@ def _repair_tp_not_dividing(f: dict, c: Context) -> None:
     f["tensor_parallel_size"] = tp
 
 
+def _partial_without_chunked(f: Flags, c: Context) -> bool:
+    return int(f.get("max_num_partial_prefills", 1)) > 1 and not f["enable_chunked_prefill"]
+
+
+def _repair_partial_without_chunked(f: dict, c: Context) -> None:
+    f["max_num_partial_prefills"] = 1
+
+
+def _long_partials_above_partials(f: Flags, c: Context) -> bool:
+    return int(f.get("max_long_partial_prefills", 1)) > int(f.get("max_num_partial_prefills", 1))
+
+
+def _repair_long_partials_above_partials(f: dict, c: Context) -> None:
+    f["max_long_partial_prefills"] = int(f.get("max_num_partial_prefills", 1))
+
+
+# vLLM 0.24's SchedulerConfig checks of the partial-prefill flags (config/scheduler.py); they
+# hold trivially where a study does not tune those flags.
+PARTIAL_PREFILL_CHECKS: tuple[Rule, ...] = (
+    Rule("partial-prefills-need-chunked",
+         "max_num_partial_prefills > 1 needs chunked prefill",
+         _partial_without_chunked, _repair_partial_without_chunked),
+    Rule("long-partials-within-partials",
+         "max_long_partial_prefills <= max_num_partial_prefills",
+         _long_partials_above_partials, _repair_long_partials_above_partials),
+)
+
 VLLM_START_CHECKS: tuple[Rule, ...] = (
     Rule("model-len-covers-workload",
          "max_model_len >= the workload's longest input + output",
@@ -103,6 +130,7 @@ VLLM_START_CHECKS: tuple[Rule, ...] = (
          _budget_below_seqs, _repair_budget_below_seqs),
     Rule("tp-divides-heads", "tensor_parallel_size divides the attention heads",
          _tp_not_dividing, _repair_tp_not_dividing),
+    *PARTIAL_PREFILL_CHECKS,
 )
 
 NO_PREFIX_WITH_CHUNKED = Rule(

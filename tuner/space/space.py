@@ -16,11 +16,13 @@ from optuna.distributions import (BaseDistribution, CategoricalDistribution,
 
 from tuner.space.defaults import vllm_defaults
 from tuner.space.check import check_fixed, check_names, check_override
+from tuner.space.installed import engine_defaults, unusable
 from tuner.space.numerics import is_lossy, lossy_flags, lossy_names, numerics
 from tuner.space.params import CATALOGUE, Param, param
 from tuner.space.rules import Context, RuleSet, rule_set
 
 if TYPE_CHECKING:  # the study package imports this one
+    from tuner.installed import Installed
     from tuner.study.spec import StudySpec
 
 DEFAULT_HIGH = {"max_num_batched_tokens": 32768}
@@ -38,6 +40,11 @@ class SearchSpace:
     rules: RuleSet
     names: tuple[str, ...] = field(default=())
     lossy: tuple[str, ...] = ()  # the flags whose lossy values the study opted in to
+    # What the installed engine said: its label ("vllm 0.32.0+cpu", "" when not asked), a
+    # one-line note per catalogue flag left out or pinned, and where each default came from.
+    engine: str = ""
+    notes: tuple[str, ...] = ()
+    default_sources: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "names", tuple(p.name for p in self.params) +
@@ -131,25 +138,73 @@ def _check_opt_in(sp: Any) -> tuple[str, ...]:
     return tuple(dict.fromkeys(sp.lossy))
 
 
-def build_space(spec: StudySpec) -> SearchSpace:
-    """The study's effective space; ValueError (naming the parameter) when it is empty."""
+def _measures_itl(spec: StudySpec) -> bool:
+    """An objective or SLO on per-message ITL: stream_interval must stay 1 (it would make
+    that ITL a per-chunk figure). Per-token ITL (``*_itl_per_token_ms``) divides each gap
+    among its tokens, so it may be tuned with those."""
+    names = [o.metric for o in spec.objectives] + list(spec.slo.limits())
+    return any("_itl_" in n and "_itl_per_token" not in n for n in names)
+
+
+def _engine_checks(spec: StudySpec, installed: Installed | None,
+                   defaults: Mapping[str, Any]) -> tuple[set[str], list[str], dict[str, Any]]:
+    """(flags left out, one note each, flags pinned) for this engine; ValueError when the
+    study fixes a flag the engine lacks."""
+    sp = spec.space
+    left_out: set[str] = set()
+    notes: list[str] = []
+    pinned: dict[str, Any] = {}
+    for p in CATALOGUE:
+        named = p.name in sp.fixed or p.name in sp.ranges
+        reason = unusable(p, installed) if installed is not None else None
+        if reason and p.name in sp.fixed:
+            raise ValueError(f"space.fixed.{p.name}: {reason}; remove it from the study "
+                             "or use an engine that has it")
+        if reason:
+            left_out.add(p.name)
+            if named or not p.opt_in:
+                notes.append(f"{p.flag} left out: {reason}")
+    if "stream_interval" in sp.ranges and _measures_itl(spec):
+        raise ValueError("space.ranges.stream_interval: an objective or SLO is an ITL, and "
+                         "stream_interval > 1 makes ITL per chunk; tune it with per-token "
+                         "ITL (p99_itl_per_token_ms) or TPOT objectives only")
+    if ("stream_interval" not in left_out and "stream_interval" not in sp.fixed
+            and "stream_interval" not in sp.ranges and defaults["stream_interval"] != 1):
+        pinned["stream_interval"] = 1
+        notes.append(f"--stream-interval fixed at 1 (the engine's default is "
+                     f"{defaults['stream_interval']}): ITL stays per token")
+    return left_out, notes, pinned
+
+
+def build_space(spec: StudySpec, installed: Installed | None = None) -> SearchSpace:
+    """The study's effective space; ValueError (naming the parameter) when it is empty.
+
+    With ``installed`` (what the engine's parser said), catalogue flags that engine lacks
+    are left out with a note, a fixed one is a ValueError, and its printed defaults replace
+    our table's (``default_sources`` says which came from where)."""
     model, hw, sp = spec.model, spec.hardware, spec.space
     ctx = Context(min_model_len=spec.workload.longest_request,
                   model_max_len=int(model.context_len),
                   num_attention_heads=int(model.num_attention_heads or 0))
-    defaults = vllm_defaults(ctx.model_max_len, hw.memory_gib, hw.gpu,
-                             model.tensor_parallel_size)
+    table = vllm_defaults(ctx.model_max_len, hw.memory_gib, hw.gpu, model.tensor_parallel_size)
+    defaults, sources = engine_defaults(CATALOGUE, table, installed, hw.gpu)
+    if "max_model_len" in defaults and sources.get("max_model_len") != "engine":
+        sources["max_model_len"] = "model"
     check_names(sp.fixed, sp.ranges, sp.exclude)
     opted_in = _check_opt_in(sp)
-    fixed: dict[str, Any] = {}
+    left_out, notes, fixed = _engine_checks(spec, installed, defaults)
     params: list[Param] = []
     for p in CATALOGUE:
+        if p.name in left_out or p.name in fixed:
+            continue
         if p.name in sp.fixed:
             value = sp.fixed[p.name]
             check_fixed(p, value)
             if p.name not in opted_in and is_lossy(p.name, value):
                 raise ValueError(f"space.fixed.{p.name}: {_opt_in_hint(p.name, value)}")
             fixed[p.name] = value
+            continue
+        if p.opt_in and p.name not in sp.ranges:
             continue
         if p.name in sp.exclude:
             fixed[p.name] = defaults[p.name]
@@ -178,4 +233,5 @@ def build_space(spec: StudySpec) -> SearchSpace:
         except ValueError as e:  # e.g. a log scale over a range that reaches 0
             raise ValueError(f"space.ranges.{p.name}: {e}") from e
     return SearchSpace(tuple(params), fixed, defaults, ctx, rule_set(sp.rules),
-                       lossy=opted_in)
+                       lossy=opted_in, engine=installed.label if installed is not None else "",
+                       notes=tuple(notes), default_sources=sources)

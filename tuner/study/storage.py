@@ -31,6 +31,16 @@ def default_url() -> str:
     return f"sqlite:///{home / 'tuner.db'}"
 
 
+def cache_root() -> Path:
+    """The box's engine caches (compile artefacts), shared by its studies and workers."""
+    return Path(os.environ.get("TUNER_HOME", ".tuner")).resolve() / "cache"
+
+
+def study_dir(name: str) -> Path:
+    """The study's folder on this host (logs, the engine's cached answers, caches)."""
+    return Path(os.environ.get("TUNER_HOME", ".tuner")).resolve() / "studies" / name
+
+
 def resolve_url(arg: str | None = None) -> str:
     """The storage URL from the flag, the environment, a file, or the default."""
     value = arg or os.environ.get("TUNER_STORAGE")

@@ -17,15 +17,20 @@ import sqlalchemy.exc
 from tuner import optuna_adapter
 from tuner import __version__
 from tuner.errors import StorageError, StudyConflictError, StudyNotFoundError, UsageError
-from tuner.space import SearchSpace, baselines, build_space
+from tuner.installed import Installed
+from tuner.installed import parse_answer
+from tuner.installed.probe import ProbeError, cached_vllm
+from tuner.space import CATALOGUE, SearchSpace, baselines, build_space
 from tuner.study.load import spec_from_json
 from tuner.study.spec import StudySpec, is_study_name
-from tuner.study.storage import mask, open_storage, sqlite_path
+from tuner.study.storage import mask, open_storage, sqlite_path, study_dir
 from tuner.trials.queries import baseline_of
 from tuner.trials.record import TrialRecord
 
-SPEC, SPACE, RULES, OBJECTIVES, VERSION = (
-    "tuner.spec", "tuner.space", "tuner.rules", "tuner.objectives", "tuner.version")
+SPEC, SPACE, RULES, OBJECTIVES, VERSION, ENGINE = (
+    "tuner.spec", "tuner.space", "tuner.rules", "tuner.objectives", "tuner.version",
+    "tuner.engine")
+ASK = object()  # create_study's default: ask the study's engine on this host
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
@@ -37,13 +42,45 @@ class OpenStudy:
     study: optuna.Study
     spec: StudySpec
     space: SearchSpace
+    # why the engine was not asked (its python missing here, say); "" when it answered
+    engine_note: str = ""
 
 
-def _space_or_usage_error(spec: StudySpec) -> SearchSpace:
+def _space_or_usage_error(spec: StudySpec, installed: Installed | None = None) -> SearchSpace:
     try:
-        return build_space(spec)
+        return build_space(spec, installed)
     except (ValueError, KeyError) as e:
         raise UsageError(f"study {spec.name}: {e.args[0]}") from e
+
+
+def ask_engine(spec: StudySpec, gpus=()) -> Installed:
+    """What the study's engine answers on this host: vLLM through its parser in a
+    subprocess of the study's python (cached per version in the study's folder); the
+    simulator in-process (what `tuner sim serve --help=all` prints). ProbeError when it
+    cannot be asked."""
+    if spec.engine.kind == "sim":
+        from tuner.sim.serveargs import help_answer
+
+        try:
+            return parse_answer(help_answer(spec.hardware.gpu))
+        except (KeyError, ValueError) as e:
+            raise ProbeError(f"tuner sim: {e}") from e
+    return cached_vllm(spec.engine.python, study_dir(spec.name) / "engine", spec.engine.env,
+                       spec.model.tensor_parallel_size, gpus)
+
+
+def ask_study_engine(spec: StudySpec, gpus=()) -> tuple[Installed | None, str]:
+    """The engine's answer on this host, or None and why (one line)."""
+    try:
+        return ask_engine(spec, gpus), ""
+    except ProbeError as e:
+        return None, (f"engine not asked ({e}); the catalogue's flags and defaults are used "
+                      "until a worker asks it")
+
+
+def stored_engine(study: optuna.Study) -> Installed | None:
+    data = study.user_attrs.get(ENGINE)
+    return Installed.from_json(data) if data else None
 
 
 def _identity(spec: StudySpec, space: SearchSpace) -> dict[str, Any]:
@@ -51,13 +88,19 @@ def _identity(spec: StudySpec, space: SearchSpace) -> dict[str, Any]:
             OBJECTIVES: [o.model_dump() for o in spec.objectives]}
 
 
-def create_study(spec: StudySpec, storage_url: str) -> tuple[OpenStudy, bool]:
+def create_study(spec: StudySpec, storage_url: str,
+                 installed: Installed | None | object = ASK) -> tuple[OpenStudy, bool]:
     """Create the study, or return the existing one if its definition matches.
 
     Returns (study, created). A study of that name with another space, objectives or rule
-    set is refused with ``StudyConflictError``. A new study enqueues the baselines.
+    set is refused with ``StudyConflictError``. A new study enqueues the baselines. The
+    space is decided by what the study's engine answers on this host (``installed``: that
+    answer given, or None for the catalogue alone); the answer is stored on the study.
     """
-    space = _space_or_usage_error(spec)
+    note = ""
+    if installed is ASK:
+        installed, note = ask_study_engine(spec)
+    space = _space_or_usage_error(spec, installed)
     storage = open_storage(storage_url)
     identity = json.loads(json.dumps(_identity(spec, space), default=str))
     directions = [o.direction for o in spec.objectives]
@@ -72,22 +115,24 @@ def create_study(spec: StudySpec, storage_url: str) -> tuple[OpenStudy, bool]:
             raise StudyConflictError(
                 f"study {spec.name} already exists in {mask(storage_url)} with another "
                 f"{' and '.join(changed)}; give the study a new name")
-        return OpenStudy(study, spec_from_json(study.user_attrs[SPEC]), space), False
+        return OpenStudy(study, spec_from_json(study.user_attrs[SPEC]), space, note), False
     try:
         study = optuna.create_study(study_name=spec.name, storage=storage,
                                     directions=directions, load_if_exists=False)
     except optuna.exceptions.DuplicatedStudyError:
-        return create_study(spec, storage_url)  # another process won the race
+        return create_study(spec, storage_url, installed)  # another process won
     for key, value in identity.items():
         study.set_user_attr(key, value)
     study.set_user_attr(SPEC, spec.model_dump(mode="json"))
     study.set_user_attr(VERSION, __version__)
+    if installed is not None:
+        study.set_user_attr(ENGINE, installed.only(p.name for p in CATALOGUE).to_json())
     if spec.search.baselines:
         for b in baselines(space):
             params = {p.name: b.flags[p.name] for p in space.params}
             asked = TrialRecord(baseline=b.name, launch=dict(b.launch), flags=dict(b.flags))
             study.enqueue_trial(params, user_attrs=asked.to_user_attrs())
-    return OpenStudy(study, spec, space), True
+    return OpenStudy(study, spec, space, note), True
 
 
 def open_study(name: str, storage_url: str, heartbeat: bool = False) -> OpenStudy:
@@ -112,7 +157,7 @@ def open_study(name: str, storage_url: str, heartbeat: bool = False) -> OpenStud
     if SPEC not in study.user_attrs:
         raise UsageError(f"study {name!r} was not created by tuner (no stored definition)")
     spec = spec_from_json(study.user_attrs[SPEC])
-    return OpenStudy(study, spec, _space_or_usage_error(spec))
+    return OpenStudy(study, spec, _space_or_usage_error(spec, stored_engine(study)))
 
 
 @dataclass(frozen=True)

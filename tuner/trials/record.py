@@ -120,6 +120,9 @@ class TrialRecord:
     gpus: tuple[int, ...] = ()
     log: str | None = None                  # the server's log file
     phases: Mapping[str, float] | None = None   # seconds: start, warmup, benchmark, stop...
+    start_phases: Mapping[str, Any] | None = None  # the start from vLLM's log (runner/
+    #                     startlog.py): process_start, api_start, engine_start, weights,
+    #                     compile (+ compile_cache hit|miss), kv_profile, graph_capture...
     failure: Mapping[str, Any] | None = None    # {class, message, log_tail} when not measured
     duplicate_of: int | None = None         # duplicates: the measured trial's number
     stopped: bool = False                   # stopped trials only
