@@ -11,6 +11,8 @@
     │   ├── EngineExitedError   the server exited before it was ready (with its return code)
     │   └── EngineTimeoutError  the server was not ready within the time allowed
     ├── BenchmarkError          the load generator could not run at all (exit code 1)
+    ├── AccuracyError           the accuracy guard got no usable completions (recorded on
+    │                           the trial, which then fails its accuracy constraint)
     ├── LaunchError             `tuner launch` could not start its workers (exit code 1)
     ├── NoResultsError          the study has nothing that answers the question yet (exit 1)
     └── MissingDependencyError  an optional package a command needs is missing (exit code 1)
@@ -72,6 +74,10 @@ class EngineTimeoutError(EngineError):
 
 class BenchmarkError(TunerError):
     """The load generator could not run."""
+
+
+class AccuracyError(TunerError):
+    """The accuracy guard could not get greedy completions with logprobs from a server."""
 
 
 class StorageUnreachable(StorageError):

@@ -22,6 +22,7 @@ from tuner.errors import EngineError, EngineExitedError
 from tuner.loadgen import SLO, LoadSpec, WorkloadSpec, gaps, run_benchmark
 from tuner.runner import confirm as confirmation
 from tuner.runner import crosscheck, engine, gpu, logparse, startlog
+from tuner.runner.guard import Guard
 from tuner.runner.interrupts import deferred_interrupts
 from tuner.runner.ports import free_port
 from tuner.runner.server import Server
@@ -136,8 +137,10 @@ def _failure(kind: str, message: str, server: Server) -> dict[str, Any]:
 
 def measure(spec: StudySpec, flags: Mapping[str, Any], launch_flags: Mapping[str, Any],
             number: int, slot: Slot, base: TrialRecord, phase: Phase,
-            confirm: Confirm | None = None) -> TrialRecord:
-    """Run one configuration end to end and say what to tell the study."""
+            confirm: Confirm | None = None, guard: Guard | None = None) -> TrialRecord:
+    """Run one configuration end to end and say what to tell the study; ``guard`` checks a
+    measured trial's outputs afterwards (``tuner.runner.guard``), timed as phase
+    ``accuracy``."""
     port = free_port()
     launch = engine.launch(spec, launch_flags, port, slot.gpus, cache_root=slot.cache,
                            inherited=os.environ)
@@ -160,6 +163,11 @@ def measure(spec: StudySpec, flags: Mapping[str, Any], launch_flags: Mapping[str
             told = _benchmark(spec, server, base, phases, phase)
             if confirm is not None and told.outcome == record.MEASURED:
                 told = _confirm(spec, server, told, confirm(told.metrics), phase)
+            if guard is not None and told.outcome == record.MEASURED and guard.role(spec, told):
+                phase("accuracy")
+                t0 = time.monotonic()
+                told = guard.check(spec, server.url, engine.served_name(spec), told, number)
+                phases["accuracy"] = time.monotonic() - t0
             if slot.crosscheck and told.outcome == record.MEASURED:
                 phase("crosscheck")
                 t0 = time.monotonic()

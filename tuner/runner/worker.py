@@ -25,6 +25,7 @@ from tuner import optuna_adapter
 from tuner.errors import UsageError
 from tuner.runner import confirm as confirmation
 from tuner.runner import crosscheck
+from tuner.runner.guard import Guard
 from tuner.runner.interrupts import deferred_interrupts
 from tuner.runner.measure import Slot, measure
 from tuner.runner.progress import Progress
@@ -195,8 +196,8 @@ class Worker:
             ph = dict(told.phases)
             ph["total"] = time.monotonic() - t0
             ph["overhead"] = max(0.0, ph["total"] - sum(
-                ph.get(k, 0) for k in ("start", "benchmark", "crosscheck", "stop",
-                                       "gpu_release")))
+                ph.get(k, 0) for k in ("start", "benchmark", "crosscheck", "accuracy",
+                                       "stop", "gpu_release")))
             told = dataclasses.replace(told, phases=ph)
         with deferred_interrupts() as held:
             self._db(lambda: tell(self.study, trial, told))
@@ -223,7 +224,8 @@ class Worker:
         if self.summary.launched < spec.engine.crosscheck_trials and crosscheck.applicable(spec):
             slot = dataclasses.replace(slot, crosscheck=True)
         return measure(spec, prop.flags, prop.launch, trial.number, slot, base, phase,
-                       self._confirmations(prop) if spec.search.confirm else None)
+                       self._confirmations(prop) if spec.search.confirm else None,
+                       Guard(self.study))
 
     def _confirmations(self, prop: Proposal):
         """search.confirm more runs for the default and for a first run on the front."""

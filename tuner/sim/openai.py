@@ -8,6 +8,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+from tuner.sim import greedy
 from tuner.sim.kvcache import block_hashes
 
 TOKEN_TEXT = " tok"
@@ -25,6 +26,8 @@ class ParsedRequest:
     max_tokens: int
     stream: bool
     include_usage: bool
+    logprobs: int | None = None  # completions: the logprobs asked for (non-streamed replies)
+    prompt_text: str = ""        # the prompt as sent: the greedy answer's stable key
 
 
 def text_token_ids(text: str) -> list[int]:
@@ -69,8 +72,11 @@ def parse(kind: str, body: Any) -> ParsedRequest:
     if not isinstance(max_tokens, int) or max_tokens < 1:
         raise BadRequest(f"max_tokens must be at least 1, got {max_tokens}.")
     options = body.get("stream_options") or {}
+    logprobs = body.get("logprobs") if kind == "completions" else None
     return ParsedRequest(kind, body.get("model"), ids, max_tokens, bool(body.get("stream", False)),
-                         bool(options.get("include_usage", False)))
+                         bool(options.get("include_usage", False)),
+                         logprobs if isinstance(logprobs, int) and logprobs >= 0 else None,
+                         json.dumps(body.get("prompt"), sort_keys=True))
 
 
 def check_length(req: ParsedRequest, max_model_len: int) -> None:
@@ -134,8 +140,22 @@ class StreamFormat:
         return out + b"data: [DONE]\n\n"
 
 
-def full_response(req: ParsedRequest, model: str, completion_tokens: int) -> dict[str, Any]:
-    """The non-streamed reply."""
+def _logprobs(req: ParsedRequest, n: int, kv_cache_dtype: str) -> tuple[str, dict[str, Any]]:
+    """The greedy answer's text and vLLM's completions ``logprobs`` object (a model:
+    ``tuner.sim.greedy``)."""
+    tokens, values = greedy.answer(req.prompt_text, n, kv_cache_dtype)
+    offsets, at = [], 0
+    for t in tokens:
+        offsets.append(at)
+        at += len(t)
+    return "".join(tokens), {"tokens": tokens, "token_logprobs": values,
+                             "top_logprobs": [{t: v} for t, v in zip(tokens, values)],
+                             "text_offset": offsets}
+
+
+def full_response(req: ParsedRequest, model: str, completion_tokens: int,
+                  kv_cache_dtype: str = "auto") -> dict[str, Any]:
+    """The non-streamed reply (with logprobs when a completions request asked for them)."""
     n = len(req.token_ids)
     usage = {"prompt_tokens": n, "total_tokens": n + completion_tokens,
              "completion_tokens": completion_tokens}
@@ -147,7 +167,10 @@ def full_response(req: ParsedRequest, model: str, completion_tokens: int) -> dic
                   "logprobs": None, "finish_reason": "length"}
         obj, prefix = "chat.completion", "chatcmpl-"
     else:
-        choice = {"index": 0, "text": text, "logprobs": None, "finish_reason": "length",
+        logprobs = None
+        if req.logprobs is not None:
+            text, logprobs = _logprobs(req, completion_tokens, kv_cache_dtype)
+        choice = {"index": 0, "text": text, "logprobs": logprobs, "finish_reason": "length",
                   "stop_reason": None}
         obj, prefix = "text_completion", "cmpl-"
     return {"id": prefix + uuid.uuid4().hex, "object": obj, "created": int(time.time()),

@@ -88,7 +88,7 @@ async def _generate(request: web.Request, sim: dict, req: openai.ParsedRequest) 
         except asyncio.CancelledError:
             engine.abort(job)
             raise
-        return web.json_response(openai.full_response(req, sim["name"], n))
+        return web.json_response(openai.full_response(req, sim["name"], n, cfg.kv_cache_dtype))
     resp = web.StreamResponse(headers={"Content-Type": "text/event-stream",
                                        "Cache-Control": "no-cache"})
     await resp.prepare(request)

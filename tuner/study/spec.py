@@ -194,13 +194,15 @@ class SpaceSection(_Section):
     lossy: list[str] = Field(default_factory=list)
 
 
+DEFAULT_MIN_TOKEN_AGREEMENT = 0.97
+
+
 class AccuracySection(_Section):
     """The accuracy guard (tuner/accuracy/): the default baseline's greedy completions of
     a fixed prompt set are the reference; every trial with a lossy flag value replays them."""
 
     prompts: int = Field(32, ge=1, le=1024)
     max_tokens: int = Field(64, ge=1, le=4096)
-    prompt_len: int = Field(32, ge=1)
 
 
 class SearchSection(_Section):
@@ -292,6 +294,16 @@ class StudySpec(_Section):
         if self.engine.kind == "vllm" and self.engine.time_scale != 1.0:
             raise ValueError("engine.time_scale is for the simulator only (kind = 'sim')")
         return self
+
+    @property
+    def accuracy_limit(self) -> float | None:
+        """The accuracy guard's floor on token agreement: ``slo.min_token_agreement``, else
+        DEFAULT_MIN_TOKEN_AGREEMENT once the study opts in to a lossy flag; None for a
+        lossless study (nothing to guard)."""
+        if not self.space.lossy:
+            return None
+        limit = self.slo.min_token_agreement
+        return DEFAULT_MIN_TOKEN_AGREEMENT if limit is None else limit
 
     def worst_value(self, objective: Objective) -> float:
         """What a configuration that fails to start is told for ``objective``."""

@@ -16,7 +16,10 @@ flags, the worker, the command...) into a told one, and ``dataclasses.replace`` 
 attributes on the way (phases, the cross-check). The outcomes (``Outcome``):
 
 ``measured``   the server started and was benchmarked: values from the metrics; constraint
-               ``starts`` = 0 and one ``slo:<metric>`` = value - limit per SLO.
+               ``starts`` = 0 and one ``slo:<metric>`` = value - limit per SLO; in a study
+               guarded for accuracy (``StudySpec.accuracy_limit``) also
+               ``accuracy:token_agreement`` = limit - agreement (lossless trials: limit - 1;
+               ``accuracy`` holds the guard's figures, see ``tuner.accuracy.guard``).
 ``infeasible`` the configuration could not start (the rules, or vLLM refused it, or it ran
                out of memory): told as COMPLETE with ``starts`` = 1, the study's worst
                acceptable values, and ``failure`` = {class, message, log_tail}, so that
@@ -41,6 +44,8 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
+from tuner.space.numerics import lossy_flags
+
 if TYPE_CHECKING:  # the builders read a spec; trials/ imports no layer above it
     from tuner.study.spec import StudySpec
 
@@ -61,6 +66,7 @@ class Outcome(str, enum.Enum):
 MEASURED, INFEASIBLE, DUPLICATE, FAILED, STOPPED = tuple(Outcome)
 STARTS = "starts"                # the constraint that says a configuration did not start
 SLO_PREFIX = "slo:"              # one constraint per SLO: slo:<metric>
+ACCURACY = "accuracy:token_agreement"  # the accuracy guard's limit - agreement
 DEFAULT_BASELINE = "default"     # the baseline that launches vLLM's defaults
 
 # Optuna's trial states as the records spell them (``TrialState.name.lower()``).
@@ -140,6 +146,7 @@ class TrialRecord:
     # per objective the spread over them; the told values are the medians.
     repeats: tuple[Mapping[str, Any], ...] = ()
     spread: Mapping[str, Spread] = field(default_factory=dict)
+    accuracy: Mapping[str, Any] | None = None   # the accuracy guard: role, figures, verdict
     extra: Mapping[str, Any] = field(default_factory=dict)  # attributes this version does
     #                                                         not know, kept as they are
 
@@ -259,21 +266,47 @@ def slo_constraints(spec: StudySpec, metrics: Mapping[str, float] | None) -> dic
     return out
 
 
+def accuracy_constraint(spec: StudySpec, accuracy: Mapping[str, Any] | None,
+                        flags: Mapping[str, Any], started: bool = True) -> dict[str, float]:
+    """``accuracy:token_agreement`` = limit - agreement (<= 0 is met) in a guarded study:
+    a replayed trial's own agreement (none: not checked, 1.0), a lossless one's 1 by its
+    class; 1.0 when nothing started, or for lossy ``flags`` nobody checked. Empty for a
+    study without a lossy flag."""
+    limit = spec.accuracy_limit
+    if limit is None:
+        return {}
+    if not started or (not accuracy and lossy_flags(flags)):
+        return {ACCURACY: 1.0}
+    if not accuracy or accuracy.get("role") != "replay":
+        return {ACCURACY: limit - 1.0}
+    value = accuracy.get("token_agreement")
+    return {ACCURACY: 1.0 if value is None else limit - float(value)}
+
+
+def with_accuracy(spec: StudySpec, told: TrialRecord,
+                  accuracy: Mapping[str, Any]) -> TrialRecord:
+    """A measured record with the guard's attribute and its constraint."""
+    cons = {**told.constraints, **accuracy_constraint(spec, accuracy, told.flags)}
+    return dataclasses.replace(told, accuracy=dict(accuracy), constraints=cons)
+
+
 def measured(spec: StudySpec, metrics: Mapping[str, float], base: TrialRecord) -> TrialRecord:
-    cons = {STARTS: 0.0, **slo_constraints(spec, metrics)}
+    cons = {STARTS: 0.0, **slo_constraints(spec, metrics),
+            **accuracy_constraint(spec, base.accuracy, base.flags)}
     return dataclasses.replace(base, state=COMPLETE, values=objective_values(spec, metrics),
                                constraints=cons, outcome=MEASURED, metrics=dict(metrics))
 
 
 def infeasible(spec: StudySpec, failure: Mapping[str, Any], base: TrialRecord) -> TrialRecord:
     values = tuple(spec.worst_value(o) for o in spec.objectives)
-    cons = {STARTS: 1.0, **slo_constraints(spec, None)}
+    cons = {STARTS: 1.0, **slo_constraints(spec, None),
+            **accuracy_constraint(spec, None, base.flags, started=False)}
     return dataclasses.replace(base, state=COMPLETE, values=values, constraints=cons,
                                outcome=INFEASIBLE, failure=dict(failure))
 
 
 # What a duplicate copies from the trial that measured its flags (unless its own base has it).
-DUPLICATED = ("metrics", "server", "kv_cache_tokens", "failure")
+DUPLICATED = ("metrics", "server", "kv_cache_tokens", "failure", "accuracy")
 
 
 def duplicate(of: TrialRecord, base: TrialRecord) -> TrialRecord:

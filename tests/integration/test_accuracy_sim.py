@@ -1,0 +1,73 @@
+"""The accuracy guard end to end on the simulator: a real `tuner worker`, real `tuner sim
+serve` servers answering greedy requests with logprobs, real storage. The default baseline
+records the reference; an fp8 trial replays it, and below the study's limit it is recorded
+with its figures and infeasible."""
+
+from optuna.trial import TrialState
+
+from tuner.runner.guard import REFERENCE_ATTR
+from tuner.study import create_study, load_study_file, open_study
+from tuner.testing.worker_procs import start_worker
+from tuner.trials import record
+
+SIM = '''
+[model]
+path = "models/llama3-8b"
+[workload]
+input_len = 128
+output_len = 16
+max_concurrency = 8
+num_requests = 24
+warmup_requests = 2
+max_client_lag_ms = 50
+[slo]
+min_token_agreement = {limit}
+[space]
+lossy = ["kv_cache_dtype"]
+[accuracy]
+prompts = 16
+max_tokens = 32
+[search]
+n_trials = 4
+[engine]
+kind = "sim"
+start_timeout_s = 30
+'''
+
+
+def _run(study_file, storage_url, tmp_path, limit):
+    spec = load_study_file(study_file(SIM.format(limit=limit), "acc.toml"))
+    create_study(spec, storage_url)
+    opened = open_study("acc", storage_url)
+    default = next(t for t in opened.study.get_trials(deepcopy=False)
+                   if t.user_attrs.get("baseline") == "default")
+    # after the three baselines: the default with an fp8 KV cache
+    opened.study.enqueue_trial({**default.params, "kv_cache_dtype": "fp8"})
+    proc = start_worker("acc", storage_url, "0", env={"TUNER_HOME": str(tmp_path)},
+                        log=tmp_path / "worker.log")
+    assert proc.wait(timeout=300) == 0, (tmp_path / "worker.log").read_text()[-3000:]
+    study = open_study("acc", storage_url).study
+    return study, [t for t in study.get_trials(deepcopy=False) if t.state == TrialState.COMPLETE]
+
+
+def test_an_fp8_trial_below_the_limit_is_recorded_with_its_figures_and_infeasible(
+        storage_url, study_file, tmp_path):
+    study, done = _run(study_file, storage_url, tmp_path, 0.97)
+    default = next(t for t in done if t.user_attrs.get("baseline") == "default")
+    assert default.user_attrs["accuracy"]["role"] == "reference"
+    assert "accuracy" in default.user_attrs["phases"]
+    reference = study.user_attrs[REFERENCE_ATTR]
+    assert reference["trial"] == default.number and len(reference["completions"]) == 16
+    assert all(len(c["tokens"]) == 32 for c in reference["completions"])
+    fp8 = next(t for t in done if t.user_attrs["flags"]["kv_cache_dtype"] == "fp8")
+    acc = fp8.user_attrs["accuracy"]
+    assert fp8.user_attrs["outcome"] == record.MEASURED
+    assert acc["role"] == "replay" and acc["reference_trial"] == default.number
+    assert 0 < acc["token_agreement"] < 0.97 and acc["passed"] is False
+    assert acc["logprob_diff"] > 0 and "say nothing" in acc["caveat"]
+    assert fp8.constraints[record.ACCURACY] > 0  # told: the sampler learns it
+    assert fp8.user_attrs["phases"]["accuracy"] > 0
+    for t in done:  # lossless trials pass by their class, and are not replayed
+        if t.user_attrs["flags"]["kv_cache_dtype"] == "auto":
+            assert t.constraints[record.ACCURACY] < 0
+            assert t.user_attrs.get("accuracy", {}).get("role") != "replay"
