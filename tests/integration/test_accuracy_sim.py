@@ -59,9 +59,11 @@ def test_an_fp8_trial_below_the_limit_is_recorded_with_its_figures_and_infeasibl
     reference = study.user_attrs[REFERENCE_ATTR]
     assert reference["trial"] == default.number and len(reference["completions"]) == 16
     assert all(len(c["tokens"]) == 32 for c in reference["completions"])
-    fp8 = next(t for t in done if t.user_attrs["flags"]["kv_cache_dtype"] == "fp8")
+    seen = [(t.number, t.user_attrs.get("outcome"), t.user_attrs.get("failure")) for t in done]
+    fp8 = next((t for t in done if t.user_attrs["flags"]["kv_cache_dtype"] == "fp8"), None)
+    assert fp8 is not None, seen
     acc = fp8.user_attrs["accuracy"]
-    assert fp8.user_attrs["outcome"] == record.MEASURED
+    assert fp8.user_attrs["outcome"] == record.MEASURED, seen
     assert acc["role"] == "replay" and acc["reference_trial"] == default.number
     assert 0 < acc["token_agreement"] < 0.97 and acc["passed"] is False
     assert acc["logprob_diff"] > 0 and "say nothing" in acc["caveat"]

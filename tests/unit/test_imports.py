@@ -7,7 +7,8 @@ The layers, lowest first: a package may import only packages of a lower rank (an
       installed (the engine's own answer)         above reads it, it reads none of them
     space, sim                                2
     study                                     3   study file -> space (the stored study)
-    search                                    4   samplers, warm start
+    search, accuracy                          4   samplers, warm start; the accuracy
+                                                  guard's rules, figures and client
     runner, results                           5   runner -> search (the study's sampler);
                                                   results read trials, never the runner
     service                                   6   status, launch, API: runner + results
@@ -32,14 +33,18 @@ RANK = {
     "durations": 1, "trials": 1, "loadgen": 1, "modelfolder": 1, "installed": 1,
     "space": 2, "sim": 2,
     "study": 3,
-    "search": 4,
+    "search": 4, "accuracy": 4,
     "runner": 5, "results": 5,
     "service": 6,
     "testing": 7, "cli": 8, "__main__": 9,
 }
 
 # (importing layer, imported layer): why it is allowed although it runs the wrong way.
-ALLOWED: dict[tuple[str, str], str] = {}
+ALLOWED: dict[tuple[str, str], str] = {
+    ("trials", "space"): "trials/record.py fails the accuracy constraint of a lossy trial "
+                         "nobody checked: which values are lossy is space/numerics.py, pure "
+                         "data that imports nothing of tuner (issue 17)",
+}
 
 
 def layer_of(path: Path) -> str:
