@@ -67,7 +67,7 @@ def _rows_table(s: Summary, rows: Sequence[Row]) -> str:
     body = [[label(r), _num(r.record.metric("output_throughput"), "{:,.0f}"),
              _num(r.record.metric("median_itl_ms")), _num(r.record.metric("p99_itl_ms")),
              _num(r.record.metric("p99_ttft_ms"), "{:,.0f}"), _slo_cell(r.slos_met),
-             format_gains(dict(r.gains)), flag_words(r.changed)] for r in rows]
+             format_gains(dict(r.gains), dict(r.noise)), flag_words(r.changed)] for r in rows]
     return table(head, body, numeric={1, 2, 3, 4})
 
 

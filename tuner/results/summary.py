@@ -9,12 +9,12 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from tuner.results.effects import FlagEffect, flag_effects
 from tuner.results.flagdiff import changed_flags
-from tuner.results.gains import gains
+from tuner.results.gains import gains, within_noise
 from tuner.space import SearchSpace
 from tuner.study.spec import StudySpec
 from tuner.trials import (TrialRecord, default_baseline, describe_counts, history,
@@ -30,6 +30,7 @@ class Row:
     changed: Mapping[str, Any]           # flags that differ from vLLM's defaults
     gains: Mapping[str, float | None]    # per objective metric, + = better than default
     slos_met: bool
+    noise: Mapping[str, bool] = field(default_factory=dict)  # gain inside the runs' spread
 
 
 @dataclass(frozen=True)
@@ -54,8 +55,9 @@ class Summary:
 def row(r: TrialRecord, default: TrialRecord | None, spec: StudySpec,
         space: SearchSpace) -> Row:
     slo_ok = all(v <= 0 for k, v in r.constraints.items() if k.startswith("slo:"))
-    return Row(r, changed_flags(r.flags, space.defaults), gains(r, default, spec.objectives),
-               r.measured and slo_ok)
+    g = gains(r, default, spec.objectives)
+    return Row(r, changed_flags(r.flags, space.defaults), g, r.measured and slo_ok,
+               within_noise(r, default, g))
 
 
 def _most_common(values: Sequence[str | None], fallback: str) -> str:

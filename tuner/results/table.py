@@ -31,6 +31,15 @@ def metric_columns(summary: Summary) -> list[tuple[str, str, str]]:
     return cols
 
 
+def spread_cell(r: Row, summary: Summary) -> str:
+    """'3 (2.1%/14%)': runs, and each objective's range over them relative to the median."""
+    spreads = [r.record.spread.get(o.metric) for o in summary.spec.objectives]
+    if not any(spreads):
+        return "1"
+    n = max(s.n for s in spreads if s)
+    return f"{n} (" + "/".join("-" if s is None else f"{100 * s.rel:.1f}%" for s in spreads) + ")"
+
+
 def front_table(summary: Summary, rows: Sequence[Row] | None = None) -> str:
     """The Pareto front as an aligned table; flags that differ from vLLM's defaults last."""
     rows = list(summary.front if rows is None else rows)
@@ -38,9 +47,12 @@ def front_table(summary: Summary, rows: Sequence[Row] | None = None) -> str:
     gain_head = "GAIN " + "/".join(o.metric.split("_")[0] if o.metric.endswith("throughput")
                                    else o.metric.removesuffix("_ms")
                                    for o in summary.spec.objectives)
-    head = ["TRIAL", *(c[1] for c in cols), "SLOS", gain_head, "FLAGS (vs vLLM default)"]
+    repeated = any(r.record.spread for r in rows)  # confirmation runs: medians, spread
+    head = ["TRIAL", *(c[1] for c in cols), *(["RUNS (SPREAD)"] if repeated else []),
+            "SLOS", gain_head, "FLAGS (vs vLLM default)"]
     body = [[label(r), *(_fmt(r.record.metric(m), p) for m, _, p in cols),
-             "met" if r.slos_met else "MISSED", format_gains(dict(r.gains)),
+             *([spread_cell(r, summary)] if repeated else []),
+             "met" if r.slos_met else "MISSED", format_gains(dict(r.gains), dict(r.noise)),
              flag_words(r.changed)] for r in rows]
     widths = [max(len(str(x)) for x in col) for col in zip(head, *body)]
     lines = []
@@ -64,4 +76,8 @@ def pareto_text(summary: Summary) -> str:
         out += ["", "default baseline, for reference:", front_table(summary, [d])]
     out += ["", "GAIN: percent better than vLLM's default on each objective "
                 "(more throughput, less latency: both positive)."]
+    if any(r.record.spread for r in summary.front) or (d is not None and d.record.spread):
+        out += ["RUNS (SPREAD): confirmation runs (search.confirm) and each objective's range "
+                "over them; figures are their medians. A gain inside the spread is "
+                "'within noise'."]
     return "\n".join(out)
