@@ -4,7 +4,8 @@
 # for N trials, and put the database and the trial logs into $OUT.
 #
 #   bash scripts/gpu/run-worker.sh STUDY_FILE N_TRIALS [WORKER_TIMEOUT] [HARD_LIMIT_S]
-# WORKER_TIMEOUT: no new trial after it. HARD_LIMIT_S (default 540) interrupts the worker
+# WORKER_TIMEOUT: no new trial after it. ENQUEUE=FILE.json (optional) queues those named
+# configurations after the baselines (scripts/gpu/enqueue.py; a calibration set, say). HARD_LIMIT_S (default 540) interrupts the worker
 # (SIGINT: the running trial is recorded as stopped and queued again) so that the database
 # and the logs always reach $OUT before the device call's 10-minute limit.
 set -euo pipefail
@@ -22,6 +23,9 @@ fi
 nvidia-smi --query-gpu=name,memory.used,memory.total,driver_version --format=csv
 name=$(basename "$study_file" .toml)
 PYTHONUNBUFFERED=1 "$TUNER_GPU_PY" -m tuner study create "$study_file"
+if [ -n "${ENQUEUE:-}" ]; then
+  PYTHONUNBUFFERED=1 "$TUNER_GPU_PY" scripts/gpu/enqueue.py "$name" "$ENQUEUE"
+fi
 left=$((deadline - SECONDS)); [ "$left" -gt 10 ] || left=10
 PYTHONUNBUFFERED=1 timeout -s INT -k 30 "$left" "$TUNER_GPU_PY" -m tuner worker "$name" --gpus 0 \
   --n-trials "$n" --timeout "$limit" || echo "run-worker: worker exited with $?"
