@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import argparse
 import errno
-import os
 import sys
 from pathlib import Path
 
 from tuner.cli.study import add_storage_flag
 from tuner.errors import UsageError
+from tuner.settings import settings
 from tuner.study import mask, resolve_url
 
 DEFAULT_PORT = 8470
@@ -35,7 +35,7 @@ def read_token(path: str | None) -> str | None:
         if not token:
             raise UsageError(f"the token file {path} is empty")
         return token
-    return os.environ.get("TUNER_API_TOKEN", "").strip() or None
+    return settings().api_token
 
 
 def _run(args: argparse.Namespace) -> int:

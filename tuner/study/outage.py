@@ -17,7 +17,6 @@ broke is done again (see ``tuner.runner.tell`` for how telling a trial stays ide
 
 from __future__ import annotations
 
-import os
 import re
 import sys
 import time
@@ -27,12 +26,12 @@ from typing import TypeVar
 import sqlalchemy.exc
 
 from tuner.errors import StorageError, StorageUnreachable
+from tuner.settings import settings
 
 T = TypeVar("T")
 
 FIRST_WAIT_S = 1.0
 MAX_WAIT_S = 30.0
-DEFAULT_BUDGET_S = 6 * 3600.0
 
 # user:password@ in any URL-like text; the password is the part we hide.
 _CREDENTIALS = re.compile(r"(://[^:/@\s]*:)[^@\s]*(@)")
@@ -46,10 +45,7 @@ _REFUSALS = ("password authentication failed", "no pg_hba.conf entry",
 
 def budget_s() -> float:
     """Seconds to keep retrying: ``$TUNER_STORAGE_RETRY_S``, else six hours."""
-    try:
-        return max(0.0, float(os.environ.get("TUNER_STORAGE_RETRY_S", DEFAULT_BUDGET_S)))
-    except ValueError:
-        return DEFAULT_BUDGET_S
+    return settings().storage_retry_s
 
 
 def waits(first: float = FIRST_WAIT_S, cap: float = MAX_WAIT_S) -> Iterator[float]:

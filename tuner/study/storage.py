@@ -8,7 +8,6 @@ which keeps passwords off command lines. A password is never printed: use ``mask
 
 from __future__ import annotations
 
-import os
 import re
 import warnings
 from pathlib import Path
@@ -18,33 +17,34 @@ import sqlalchemy.exc
 from sqlalchemy.engine import make_url
 
 from tuner.errors import StorageError, StudyNotFoundError, UsageError
+from tuner.settings import settings
 
 # A worker beats every HEARTBEAT_S; a running trial whose last beat is older than GRACE_S
 # (one and a half intervals) is failed by the next worker that looks, so a dead worker's
 # trial is closed within two intervals.
-HEARTBEAT_S = max(1, int(os.environ.get("TUNER_HEARTBEAT_S", "10")))
+HEARTBEAT_S = settings().heartbeat_s
 GRACE_S = HEARTBEAT_S + max(1, HEARTBEAT_S // 2)
 
 
 def default_url() -> str:
-    home = Path(os.environ.get("TUNER_HOME", ".tuner")).resolve()
-    return f"sqlite:///{home / 'tuner.db'}"
+    return f"sqlite:///{settings().home / 'tuner.db'}"
 
 
 def cache_root() -> Path:
     """The box's engine caches (compile artefacts), shared by its studies and workers."""
-    return Path(os.environ.get("TUNER_HOME", ".tuner")).resolve() / "cache"
+    return settings().home / "cache"
 
 
 def study_dir(name: str) -> Path:
     """The study's folder on this host (logs, the engine's cached answers, caches)."""
-    return Path(os.environ.get("TUNER_HOME", ".tuner")).resolve() / "studies" / name
+    return settings().home / "studies" / name
 
 
 def resolve_url(arg: str | None = None) -> str:
     """The storage URL from the flag, the environment, a file, or the default."""
-    value = arg or os.environ.get("TUNER_STORAGE")
-    path = os.environ.get("TUNER_STORAGE_FILE")
+    env = settings()
+    value = arg or env.storage
+    path = env.storage_file
     if value and value.startswith("@"):
         path, value = value[1:], None
     if not value and path:

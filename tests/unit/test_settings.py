@@ -1,0 +1,28 @@
+"""tuner.settings: every TUNER_* variable read in one place, with its default."""
+
+from pathlib import Path
+
+from tuner.settings import SIX_HOURS_S, Settings
+
+
+def test_defaults_without_any_variable():
+    s = Settings.from_env({})
+    assert s.home == Path(".tuner").resolve() and s.storage is None and s.api_token is None
+    assert s.heartbeat_s == 10 and s.storage_retry_s == SIX_HOURS_S
+
+
+def test_each_variable_sets_its_field(tmp_path):
+    s = Settings.from_env({"TUNER_HOME": str(tmp_path), "TUNER_STORAGE": "sqlite:///x.db",
+                           "TUNER_STORAGE_FILE": "/run/secrets/url",
+                           "TUNER_STORAGE_RETRY_S": "30", "TUNER_HEARTBEAT_S": "0",
+                           "TUNER_API_TOKEN": " t0ken \n", "TUNER_VLLM_CPU_PYTHON": "/py",
+                           "TUNER_TEST_PG": "postgresql://h/db"})
+    assert s.home == tmp_path and s.storage == "sqlite:///x.db"
+    assert s.storage_file == "/run/secrets/url" and s.storage_retry_s == 30.0
+    assert s.heartbeat_s == 1  # at least one second
+    assert s.api_token == "t0ken" and s.vllm_cpu_python == "/py"
+    assert s.test_pg == "postgresql://h/db"
+
+
+def test_a_retry_budget_that_is_not_a_number_keeps_the_default():
+    assert Settings.from_env({"TUNER_STORAGE_RETRY_S": "soon"}).storage_retry_s == SIX_HOURS_S

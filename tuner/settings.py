@@ -1,0 +1,63 @@
+"""Every ``TUNER_*`` environment variable, read in one place into one frozen object.
+
+    TUNER_HOME              folder for the default SQLite storage and the per-study logs
+                            (default ./.tuner)
+    TUNER_STORAGE           the storage URL when --storage is not given
+    TUNER_STORAGE_FILE      a file holding the storage URL (a secret mounted in a container)
+    TUNER_STORAGE_RETRY_S   how long a worker waits out a database outage (default 6 hours)
+    TUNER_HEARTBEAT_S       seconds between worker heartbeats (default 10, at least 1)
+    TUNER_API_TOKEN         the API's bearer token when --token-file is not given
+    TUNER_VLLM_CPU_PYTHON   the Python of the vLLM CPU build (tests and `tuner demo`)
+    TUNER_TEST_PG           the PostgreSQL server the tests create databases on
+
+``settings()`` reads the environment when called (cheap: a handful of lookups), so a
+process that changes its environment, as the tests do, sees the change; modules that need
+a value at import (the heartbeat interval) read it once there.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+SIX_HOURS_S = 6 * 3600.0  # a night's outage: the study goes on by the morning
+
+
+@dataclass(frozen=True)
+class Settings:
+    home: Path = Path(".tuner")
+    storage: str | None = None
+    storage_file: str | None = None
+    storage_retry_s: float = SIX_HOURS_S
+    heartbeat_s: int = 10
+    api_token: str | None = None
+    vllm_cpu_python: str | None = None
+    test_pg: str = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> Settings:
+        d = cls()
+        return cls(
+            home=Path(env.get("TUNER_HOME") or d.home).resolve(),
+            storage=env.get("TUNER_STORAGE") or None,
+            storage_file=env.get("TUNER_STORAGE_FILE") or None,
+            storage_retry_s=_seconds(env.get("TUNER_STORAGE_RETRY_S"), d.storage_retry_s),
+            heartbeat_s=max(1, int(env.get("TUNER_HEARTBEAT_S") or d.heartbeat_s)),
+            api_token=(env.get("TUNER_API_TOKEN") or "").strip() or None,
+            vllm_cpu_python=env.get("TUNER_VLLM_CPU_PYTHON") or None,
+            test_pg=env.get("TUNER_TEST_PG") or d.test_pg)
+
+
+def _seconds(text: str | None, default: float) -> float:
+    """A non-negative number of seconds; the default when unset or not a number."""
+    try:
+        return default if text is None else max(0.0, float(text))
+    except ValueError:
+        return default
+
+
+def settings() -> Settings:
+    """The settings of this process's environment, now."""
+    return Settings.from_env(os.environ)
