@@ -3,12 +3,17 @@
 Each command lives in its own module in this package and exposes ``register(subparsers)``,
 which adds its parser and sets ``func`` to a callable taking the parsed namespace and
 returning an exit code. Errors from the tuner tree become one line on stderr.
+
+Diagnostics go through stdlib ``logging`` (one logger per module, ``tuner.*``); ``main``
+sets the one handler, on stderr, at INFO, DEBUG with ``-v``, WARNING with ``-q``. A
+worker's progress lines are not log records: they stay as they are at every level.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import logging
 import sys
 
 from tuner.errors import TunerError
@@ -51,6 +56,11 @@ def _modules_for(argv: list[str] | None) -> tuple[str, ...]:
 def build_parser(argv: list[str] | None = None,
                  modules: tuple[str, ...] | None = None) -> argparse.ArgumentParser:
     parser = _Parser(prog="tuner", description=__doc__.splitlines()[0])
+    loud = parser.add_mutually_exclusive_group()
+    loud.add_argument("-v", "--verbose", action="store_const", dest="log_level",
+                      const=logging.DEBUG, help="also print debug lines")
+    loud.add_argument("-q", "--quiet", action="store_const", dest="log_level",
+                      const=logging.WARNING, help="print only warnings and errors")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     subparsers.required = True
     for name in modules or _modules_for(argv):
@@ -64,6 +74,35 @@ def build_parser(argv: list[str] | None = None,
     return parser
 
 
+class _Stderr(logging.StreamHandler):
+    """Writes to whatever ``sys.stderr`` is when a record is emitted (a test's capture, a
+    redirected stream), not the one at set-up."""
+
+    @property
+    def stream(self):
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _value) -> None:
+        pass
+
+
+def configure_logging(level: int | None = None) -> None:
+    """One handler for every ``tuner.*`` logger: the message alone, on stderr, at INFO
+    unless ``level`` says otherwise."""
+    root = logging.getLogger("tuner")
+    for h in list(root.handlers):
+        root.removeHandler(h)
+    handler = _Stderr()
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    root.addHandler(handler)
+    root.setLevel(logging.INFO if level is None else level)
+    root.propagate = False
+
+
+configure_logging()  # importing the CLI sets it up; main() then applies -v / -q
+
+
 def main(argv: list[str] | None = None) -> int:
     words = sys.argv[1:] if argv is None else list(argv)
     if words[:2] == ["sim", "serve"] and "--help=all" in words:
@@ -74,6 +113,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     parser = build_parser(argv)
     args = parser.parse_args(argv)
+    configure_logging(args.log_level)
     try:
         return int(args.func(args) or 0)
     except TunerError as e:

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import argparse
 import errno
-import sys
+import logging
 from pathlib import Path
 
 from tuner.cli.study import add_storage_flag
 from tuner.errors import UsageError
 from tuner.settings import settings
 from tuner.study import mask, resolve_url
+
+log = logging.getLogger(__name__)
 
 DEFAULT_PORT = 8470
 
@@ -53,7 +55,7 @@ def _run(args: argparse.Namespace) -> int:
     banner = f"tuner api on http://{args.host}:{args.port} over {mask(url)} (read-only, {auth})"
     try:  # aiohttp prints once it listens: the banner then, never before a failed bind
         web.run_app(app, host=args.host, port=args.port, access_log=None,
-                    print=lambda _: print(banner, file=sys.stderr, flush=True))
+                    print=lambda _: log.info(banner))
     except OSError as e:
         why = "is in use" if e.errno == errno.EADDRINUSE else f"cannot be used ({e.strerror})"
         raise UsageError(f"port {args.port} on {args.host} {why}; choose another --port") \

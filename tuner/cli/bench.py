@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import logging
 import math
 import sys
 import time
@@ -16,6 +17,8 @@ from tuner.errors import BenchmarkError, UsageError
 from tuner.loadgen import SLO, LoadSpec, WorkloadSpec, fetch_model, run_benchmark
 from tuner.loadgen.report import format_summary
 from tuner.loadgen.spec import ENDPOINTS, WORKLOAD_KINDS
+
+log = logging.getLogger(__name__)
 
 
 def register(subparsers) -> None:
@@ -142,7 +145,7 @@ def run(args: argparse.Namespace) -> int:
         raise BenchmarkError(f"no request succeeded ({result.invalid_reason}); first error: "
                              f"{(result.errors or ['?'])[0][:300]}")
     if not result.valid:
-        print(f"tuner: warning: this run is not valid: {result.invalid_reason}", file=sys.stderr)
+        log.warning("tuner: warning: this run is not valid: %s", result.invalid_reason)
     return 0
 
 

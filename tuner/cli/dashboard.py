@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-import sys
+import logging
 
 import optuna
 
@@ -12,6 +12,8 @@ from tuner.cli.study import add_storage_flag
 from tuner.errors import UsageError
 from tuner.study import mask, open_storage, open_study, resolve_url
 from tuner.study.store import SPEC
+
+log = logging.getLogger(__name__)
 
 
 def register(subparsers) -> None:
@@ -27,7 +29,7 @@ def register(subparsers) -> None:
 
 
 def _say(text: str) -> None:
-    print(text, file=sys.stderr, flush=True)
+    log.info(text)
 
 
 def _dashboard(args: argparse.Namespace) -> int:

@@ -4,7 +4,7 @@ with the Pareto front and the best flags. `make demo` runs it on studies/demo-si
 from __future__ import annotations
 
 import argparse
-import sys
+import logging
 
 import optuna
 
@@ -12,6 +12,8 @@ from tuner.cli.study import add_storage_flag
 from tuner.cli.worker import run_worker
 from tuner.study import create_study, load_study_file, mask, resolve_url
 from tuner.study.storage import open_storage
+
+log = logging.getLogger(__name__)
 
 
 def register(subparsers) -> None:
@@ -32,8 +34,8 @@ def _demo(args: argparse.Namespace) -> int:
         except KeyError:
             pass
     create_study(spec, url)
-    print(f"demo: study {spec.name} in {mask(url)}, {spec.search.n_trials} trials on "
-          f"engine {spec.engine.kind}", file=sys.stderr)
+    log.info("demo: study %s in %s, %d trials on engine %s", spec.name, mask(url),
+             spec.search.n_trials, spec.engine.kind)
     code = run_worker(spec.name, url, tuple(spec.hardware.gpus), None, None)
     if code:
         return code

@@ -4,10 +4,12 @@
 from __future__ import annotations
 
 import argparse
-import sys
+import logging
 
 from tuner.errors import UsageError
 from tuner.modelfolder import SHAPES, write_model_folder
+
+log = logging.getLogger(__name__)
 
 
 def register(subparsers) -> None:
@@ -27,8 +29,8 @@ def _make(args: argparse.Namespace) -> int:
     except OSError as e:
         raise UsageError(f"cannot write {args.dir}: {e.strerror or e}; pick a writable folder") from e
     shape = SHAPES[args.shape]
-    print(f"wrote {path} ({args.shape}: {shape.num_hidden_layers} layers, hidden "
-          f"{shape.hidden_size}, vocab {shape.vocab_size}); serve it with "
-          f"--model {path} --load-format dummy", file=sys.stderr)
+    log.info("wrote %s (%s: %d layers, hidden %d, vocab %d); serve it with --model %s "
+             "--load-format dummy", path, args.shape, shape.num_hidden_layers,
+             shape.hidden_size, shape.vocab_size, path)
     print(path)
     return 0

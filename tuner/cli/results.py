@@ -7,7 +7,7 @@ also while workers are running it.
 from __future__ import annotations
 
 import argparse
-import sys
+import logging
 from pathlib import Path
 
 from tuner.cli.study import add_storage_flag
@@ -19,6 +19,8 @@ from tuner.results.summary import Summary
 from tuner.results.table import pareto_text
 from tuner.study import open_study, resolve_url
 from tuner.trials import load_records
+
+log = logging.getLogger(__name__)
 
 
 def _positive_ms(text: str) -> float:
@@ -80,7 +82,7 @@ def _best(args: argparse.Namespace) -> int:
     if not answer.text:
         raise NoResultsError(answer.error)
     if answer.ok and args.format == "cli":
-        print(f"# {answer.about}", file=sys.stderr)
+        log.info("# %s", answer.about)
     print(answer.text, end="")
     if not answer.ok:
         raise NoResultsError(f"{answer.error}, shown on stdout")
@@ -94,8 +96,7 @@ def _report(args: argparse.Namespace) -> int:
     if out.suffix.lower() not in (".html", ".htm"):
         raise UsageError(f"{out}: the report is an HTML file; give a name ending in .html")
     summary = load_summary(args.study, args.storage)
-    print(f"tuner: writing the report of study {summary.name} ({summary.counts_line})",
-          file=sys.stderr)
+    log.info("tuner: writing the report of study %s (%s)", summary.name, summary.counts_line)
     written = write_report(summary, out)
     for path in written:
         print(path)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 import time
 
@@ -11,6 +12,8 @@ from tuner.durations import parse_duration
 from tuner.errors import TunerError
 from tuner.service import launch, read_status, render_status, stop
 from tuner.study import mask, resolve_url
+
+log = logging.getLogger(__name__)
 
 REFRESH_S = 2.0
 
@@ -45,9 +48,8 @@ def _launch(args: argparse.Namespace) -> int:
     launched = launch(args.study, url, args.gpus)
     for w in launched:
         print(f"worker on GPU {','.join(map(str, w.gpus))}: pid {w.pid}, log {w.log}")
-    print(f"study {args.study} ({mask(url)}): {len(launched)} worker(s) running; "
-          f"`tuner status {args.study}` to watch, `tuner stop {args.study}` to stop",
-          file=sys.stderr)
+    log.info(f"study {args.study} ({mask(url)}): {len(launched)} worker(s) running; "
+             f"`tuner status {args.study}` to watch, `tuner stop {args.study}` to stop")
     return 0
 
 
@@ -79,8 +81,8 @@ def _status(args: argparse.Namespace) -> int:
 def _stop(args: argparse.Namespace) -> int:
     url = resolve_url(args.storage)
     timeout = parse_duration(args.timeout) if args.timeout else None
-    say = lambda line: print(f"tuner: {line}", file=sys.stderr)  # noqa: E731
-    left = stop(args.study, url, now=args.now, timeout_s=timeout, say=say)
+    left = stop(args.study, url, now=args.now, timeout_s=timeout,
+                say=lambda line: log.info("tuner: %s", line))
     if left:
         raise TunerError(f"{len(left)} worker(s) still running after {args.timeout}: "
                          + ", ".join(w.id for w in left))

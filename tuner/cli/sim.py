@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
 import time
 from pathlib import Path
 
 from tuner.errors import UsageError
+
+log = logging.getLogger(__name__)
 
 
 def register(subparsers) -> None:
@@ -88,10 +91,10 @@ def _axes(specs: list[str]) -> dict:
 
 def _study_grid(args: argparse.Namespace):
     """(model dir, GPU, workload, grid points, axes) of a study file's whole search space."""
+    from tuner.sim.workload import from_study
     from tuner.space import build_space
     from tuner.space.grid import space_grid
     from tuner.study import load_study_file
-    from tuner.sim.workload import from_study
 
     spec = load_study_file(args.study)
     model = Path(args.model or spec.model.path)
@@ -124,9 +127,8 @@ def _grid(args: argparse.Namespace) -> int:
         axes = _axes(args.axis)
         points = grid_points(axes)
     shape, gpu = load_shape(model), load_gpu(gpu_name)
-    print(f"tuner sim grid: {len(points)} configurations of {len(axes)} flags "
-          f"({' x '.join(str(len(v)) for v in axes.values())} before the rules)",
-          file=sys.stderr)
+    log.info("tuner sim grid: %d configurations of %d flags (%s before the rules)",
+             len(points), len(axes), " x ".join(str(len(v)) for v in axes.values()))
     t0 = time.monotonic()
 
     def progress(done: int, total: int) -> None:
@@ -148,6 +150,6 @@ def _grid(args: argparse.Namespace) -> int:
         "outcomes": [o.to_dict() for o in outcomes],
     }
     Path(args.out).write_text(json.dumps(doc, indent=1))
-    print(f"wrote {args.out}: {len(front)} Pareto-optimal of {len(outcomes)} configurations "
-          f"in {elapsed:.0f} s", file=sys.stderr)
+    log.info("wrote %s: %d Pareto-optimal of %d configurations in %.0f s", args.out,
+             len(front), len(outcomes), elapsed)
     return 0

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-import sys
+import logging
 
 from tuner.cli.study import add_storage_flag
 from tuner.durations import parse_duration
@@ -11,6 +11,8 @@ from tuner.errors import UsageError
 from tuner.runner import Worker
 from tuner.runner.gpu import parse_gpus
 from tuner.study import mask, resolve_url
+
+log = logging.getLogger(__name__)
 
 
 def register(subparsers) -> None:
@@ -30,11 +32,10 @@ def run_worker(study: str, url: str, gpus: tuple[int, ...], n_trials: int | None
     if len(gpus) < spec.model.tensor_parallel_size:
         raise UsageError(f"study {study} needs {spec.model.tensor_parallel_size} GPUs per "
                          f"server (tensor parallel) but --gpus gives {len(gpus)}")
-    print(f"worker {gpus} on study {study} ({mask(url)}), engine {spec.engine.kind}",
-          file=sys.stderr)
+    log.info("worker %s on study %s (%s), engine %s", gpus, study, mask(url), spec.engine.kind)
     summary = worker.run()
     told = ", ".join(f"{v} {k}" for k, v in sorted(summary.told.items())) or "no trials"
-    print(f"worker done: {told}; {summary.reason}", file=sys.stderr)
+    log.info("worker done: %s; %s", told, summary.reason)
     return 130 if summary.reason == "interrupted" else 0
 
 

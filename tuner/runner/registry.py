@@ -4,6 +4,7 @@ beats for the worker and, through Optuna's heartbeat, for its running trial."""
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import threading
@@ -13,6 +14,8 @@ from typing import Any
 import optuna
 
 from tuner import optuna_adapter
+
+log = logging.getLogger(__name__)
 
 PREFIX = "tuner.worker."
 STOP = "tuner.stop"
@@ -64,8 +67,8 @@ class Registration:
             self.study.set_user_attr(PREFIX + self.id, info)
             if trial_id is not None:
                 optuna_adapter.record_heartbeat(self.study, trial_id)
-        except Exception:  # the storage may be down for a while; the next beat retries
-            pass
+        except Exception as e:  # the storage may be down for a while; the next beat retries
+            log.debug("heartbeat of %s not written: %s", self.id, e)
 
     def _run(self) -> None:
         # Beat twice per interval, and close other workers' stale trials each time, so a

@@ -10,6 +10,7 @@ heartbeat (``fail_stale_trials``, run here since ask/tell runs no heartbeat of i
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 import signal
 import socket
@@ -40,6 +41,8 @@ from tuner.study.storage import HEARTBEAT_S, cache_root, study_dir
 from tuner.study.store import ask_study_engine
 from tuner.trials import pareto, queries, record
 from tuner.trials.record import TrialRecord
+
+log = logging.getLogger(__name__)
 
 MAX_DUPLICATES_IN_A_ROW = 25
 
@@ -179,6 +182,9 @@ class Worker:
         reg = self.registration
         self._db(lambda: reg.running(trial))
         prop = self._db(lambda: propose(self.opened.space, trial))
+        log.debug("trial %d: %s %s%s", trial.number, prop.baseline or "proposed",
+                  dict(prop.flags), f" (repaired: {', '.join(prop.repaired)})"
+                  if prop.repaired else "")
         base = dataclasses.replace(prop.record(), worker=reg.id, host=self.slot.host)
         self.progress.begin(trial.number)
         t0 = time.monotonic()
@@ -250,7 +256,7 @@ class Worker:
             self.study.enqueue_trial(dict(trial.params), user_attrs=keep.to_user_attrs()
                                      if prop.baseline else None)
         except Exception as e:  # the storage may be gone; the heartbeat closes the trial
-            self.progress.say(f"tuner: could not record the stopped trial: {e}")
+            log.warning("tuner: could not record the stopped trial: %s", e)
         self.progress.say(f"trial {trial.number} stopped; its configuration is queued again")
 
 

@@ -17,8 +17,8 @@ broke is done again (see ``tuner.runner.tell`` for how telling a trial stays ide
 
 from __future__ import annotations
 
+import logging
 import re
-import sys
 import time
 from collections.abc import Callable, Iterator
 from typing import TypeVar
@@ -27,6 +27,8 @@ import sqlalchemy.exc
 
 from tuner.errors import StorageError, StorageUnreachable
 from tuner.settings import settings
+
+log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
@@ -128,7 +130,7 @@ def _password(url: str | None) -> tuple[str, ...]:
 
 
 def _say(text: str) -> None:
-    print(text, file=sys.stderr, flush=True)
+    log.warning(text)
 
 
 def retrying(call: Callable[[], T], *, url: str | None = None, budget: float | None = None,
