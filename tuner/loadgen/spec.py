@@ -7,13 +7,41 @@ trusts them.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from tuner.errors import UsageError
 
 WORKLOAD_KINDS = ("random", "shared-prefix", "multi-turn", "sharegpt")
 ENDPOINTS = ("completions", "chat", "generate")
+# The study file's names for the load generator's kinds ([workload] kind = "chat").
+STUDY_KINDS = {"chat": "multi-turn"}
+# Token ids are drawn below this when the model folder gives no vocabulary (Llama 2's size:
+# every served model has at least as many ids).
+DEFAULT_VOCAB_SIZE = 32000
+
+T = TypeVar("T")
+
+
+def taking(cls: type[T], *sources: Any, **overrides: Any) -> T:
+    """A ``cls`` dataclass whose fields come from the first source with an attribute of the
+    same name (the study file's sections), then ``overrides``; the others keep their
+    defaults. The fields are declared once, in ``cls``; nothing copies them by hand."""
+    values = {}
+    for f in dataclasses.fields(cls):
+        source = next((s for s in sources if f.name in _names(s)), None)
+        if source is not None:
+            values[f.name] = getattr(source, f.name)
+    return cls(**{**values, **overrides})
+
+
+def _names(source: Any) -> set[str]:
+    fields = getattr(type(source), "model_fields", None)  # a pydantic model
+    if fields is not None:
+        return set(fields)
+    return {f.name for f in dataclasses.fields(source)}
 
 
 @dataclass(frozen=True)
@@ -36,12 +64,13 @@ class WorkloadSpec:
     prefix_len: int = 0
     turns: int = 1
     dataset: str | None = None
-    vocab_size: int = 32000
+    vocab_size: int = DEFAULT_VOCAB_SIZE
     seed: int = 0
     min_token_id: int = 100
     conversations: int = 32
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "kind", STUDY_KINDS.get(self.kind, self.kind))
         if self.kind not in WORKLOAD_KINDS:
             raise UsageError(f"workload kind {self.kind!r} unknown: use one of {WORKLOAD_KINDS}")
         if not 0.0 <= self.range_ratio < 1.0:

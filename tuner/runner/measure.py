@@ -20,6 +20,7 @@ from typing import Any, Callable, Mapping
 
 from tuner.errors import EngineError, EngineExitedError
 from tuner.loadgen import SLO, LoadSpec, WorkloadSpec, gaps, run_benchmark
+from tuner.loadgen.spec import DEFAULT_VOCAB_SIZE, taking
 from tuner.runner import confirm as confirmation
 from tuner.runner import crosscheck, engine, gpu, logparse, startlog
 from tuner.runner.guard import Guard
@@ -56,12 +57,8 @@ class ServerDied(EngineError):
 
 
 def workload_of(spec: StudySpec) -> WorkloadSpec:
-    w = spec.workload
-    kind = "multi-turn" if w.kind == "chat" else w.kind
-    return WorkloadSpec(kind=kind, input_len=w.input_len, output_len=w.output_len,
-                        range_ratio=w.range_ratio, num_prefixes=w.num_prefixes,
-                        prefix_len=w.prefix_len, turns=w.turns, dataset=w.dataset,
-                        vocab_size=int(spec.model.vocab_size or 32000), seed=w.seed)
+    vocab = int(spec.model.vocab_size or DEFAULT_VOCAB_SIZE)
+    return taking(WorkloadSpec, spec.workload, vocab_size=vocab)
 
 
 def itl_metric_of(spec: StudySpec) -> str:
@@ -72,14 +69,7 @@ def itl_metric_of(spec: StudySpec) -> str:
 
 
 def load_of(spec: StudySpec) -> LoadSpec:
-    w, m = spec.workload, spec.measurement
-    return LoadSpec(early_stop=m.early_stop, throughput_ci=m.throughput_ci, itl_ci=m.itl_ci,
-                    max_requests=m.max_requests, itl_metric=itl_metric_of(spec),
-                    max_concurrency=w.max_concurrency, request_rate=w.request_rate,
-                    burstiness=w.burstiness, num_requests=w.num_requests,
-                    warmup_requests=w.warmup_requests, endpoint=w.endpoint,
-                    max_client_lag_ms=w.max_client_lag_ms, client_processes=w.client_processes,
-                    min_gap_share=w.min_gap_share)
+    return taking(LoadSpec, spec.workload, spec.measurement, itl_metric=itl_metric_of(spec))
 
 
 def told_metrics(spec: StudySpec) -> list[str]:

@@ -7,6 +7,8 @@ from functools import lru_cache
 
 import numpy as np
 
+from tuner.loadgen.spec import taking
+
 
 @dataclass(frozen=True)
 class SimWorkload:
@@ -37,8 +39,8 @@ class SimWorkload:
 def from_study(w, num_requests: int | None = None) -> SimWorkload:
     """A study file's ``[workload]`` section (``tuner.study.spec``) as the model's workload,
     optionally with another number of requests."""
-    return SimWorkload(w.max_concurrency, num_requests or w.num_requests, w.input_len,
-                       w.output_len, w.range_ratio, w.num_prefixes, w.prefix_len, w.seed)
+    return taking(SimWorkload, w, concurrency=w.max_concurrency,
+                  num_requests=num_requests or w.num_requests)
 
 
 @dataclass(frozen=True)
