@@ -167,3 +167,53 @@ def test_an_engine_python_that_cannot_run_is_a_note_not_a_crash(study_file, run_
     code, out, err = run_cli("space", "show", path)
     assert code == 0, err
     assert out.startswith(f"engine: engine not asked (cannot run {loop / 'bin' / 'python'}: ")
+
+
+SIM_V1 = """
+[model]
+path = "models/llama3-8b"
+[workload]
+input_len = 256
+output_len = 32
+max_concurrency = 16
+num_requests = 32
+warmup_requests = 2
+max_client_lag_ms = 50
+min_gap_share = 0.5
+[space]
+fixed = { max_num_batched_tokens = 512, max_num_seqs = 64, enable_chunked_prefill = true, long_prefill_token_threshold = 128 }
+[space.ranges.scheduling_policy]
+choices = ["fcfs", "priority"]
+[space.ranges.async_scheduling]
+choices = [false, true]
+[search]
+n_trials = 1
+baselines = false
+[engine]
+kind = "sim"
+time_scale = 1
+start_timeout_s = 30
+"""
+
+
+def test_a_sim_trial_runs_the_v1_flags_the_simulator_learns(study_file, tmp_path, home):
+    """The simulator's space has the scheduling policy, not async scheduling (it refuses
+    to simulate it off); the fixed threshold reaches the server's command line."""
+    from optuna.trial import TrialState
+
+    from tuner.study import create_study, load_study_file, open_study
+
+    url = f"sqlite:///{tmp_path}/t.db"
+    opened, _ = create_study(load_study_file(study_file(SIM_V1, "v1.toml")), url)
+    assert "scheduling_policy" in {p.name for p in opened.space.params}
+    assert "async_scheduling" not in opened.space.names
+    assert any(n.startswith("--async-scheduling left out: tuner-sim ")
+               for n in opened.space.notes)
+    proc = start_worker("v1", url, "0", env={"TUNER_HOME": str(home)}, log=tmp_path / "w.log")
+    assert proc.wait(timeout=240) == 0, (tmp_path / "w.log").read_text()[-3000:]
+    done = [t for t in open_study("v1", url).study.get_trials(deepcopy=False)
+            if t.state == TrialState.COMPLETE]
+    assert len(done) == 1 and done[0].user_attrs["outcome"] == "measured"
+    command = done[0].user_attrs["command"]
+    assert command[command.index("--long-prefill-token-threshold") + 1] == "128"
+    assert "--scheduling-policy" in command

@@ -32,7 +32,7 @@ from tuner.space import build_space
 from tuner.study import open_storage
 from tuner.study.load import spec_from_json
 from tuner.study.spec import is_study_name
-from tuner.study.store import SPEC
+from tuner.study.store import SPEC, stored_engine
 from tuner.trials import load_records
 
 READER = web.AppKey("reader", object)
@@ -71,7 +71,7 @@ class Reader:
             if SPEC not in attrs:
                 raise StudyMissing(f"study {name!r} was not created by tuner")
             spec = spec_from_json(attrs[SPEC])
-            self._specs[name] = (spec, build_space(spec))
+            self._specs[name] = (spec, build_space(spec, stored_engine(study)))
         spec, space = self._specs[name]
         return study, spec, space
 
