@@ -17,6 +17,9 @@ from typing import Any
 
 from tuner.study.spec import StudySpec
 
+# Enough of `vllm bench serve`'s stderr to hold its traceback's end, small enough to store.
+STDERR_TAIL_CHARS = 1500
+
 KEYS = ("output_throughput", "request_throughput", "total_token_throughput", "completed",
         "mean_ttft_ms", "median_ttft_ms", "p99_ttft_ms", "mean_itl_ms", "median_itl_ms",
         "p99_itl_ms", "median_tpot_ms", "median_e2el_ms", "duration")
@@ -53,6 +56,6 @@ def run(spec: StudySpec, url: str, model: str, env: dict[str, str]) -> dict[str,
         except (OSError, subprocess.TimeoutExpired) as e:
             return {"error": f"vllm bench serve did not run: {e}"}
         if p.returncode != 0:
-            return {"error": f"vllm bench serve exited {p.returncode}: {p.stderr[-1500:]}"}
+            return {"error": f"vllm bench serve exited {p.returncode}: {p.stderr[-STDERR_TAIL_CHARS:]}"}
         data = json.loads((Path(tmp) / "r.json").read_text())
     return {k: data[k] for k in KEYS if k in data}

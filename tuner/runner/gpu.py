@@ -22,12 +22,19 @@ def parse_gpus(text: str) -> tuple[int, ...]:
     return gpus
 
 
-def _smi(*args: str) -> list[str] | None:
+# nvidia-smi answers in well under a second; one that hangs (a wedged driver) must not
+# hold a trial or a launch for long.
+SMI_TIMEOUT_S = 20
+
+
+def smi(*args: str) -> list[str] | None:
+    """nvidia-smi's non-empty output lines, or None where it is missing or fails."""
     exe = shutil.which("nvidia-smi")
     if exe is None:
         return None
     try:
-        out = subprocess.run([exe, *args], capture_output=True, text=True, timeout=20)
+        out = subprocess.run([exe, *args], capture_output=True, text=True,
+                             timeout=SMI_TIMEOUT_S)
     except (OSError, subprocess.TimeoutExpired):
         return None
     if out.returncode != 0:
@@ -36,25 +43,25 @@ def _smi(*args: str) -> list[str] | None:
 
 
 def available() -> bool:
-    return _smi("-L") is not None
+    return smi("-L") is not None
 
 
 def name(gpu: int) -> str | None:
-    lines = _smi("--query-gpu=name", "--format=csv,noheader", "-i", str(gpu))
+    lines = smi("--query-gpu=name", "--format=csv,noheader", "-i", str(gpu))
     return lines[0] if lines else None
 
 
 def used_mib(gpus: Sequence[int]) -> int | None:
     ids = ",".join(str(g) for g in gpus)
-    lines = _smi("--query-gpu=memory.used", "--format=csv,noheader,nounits", "-i", ids)
+    lines = smi("--query-gpu=memory.used", "--format=csv,noheader,nounits", "-i", ids)
     return sum(int(float(x)) for x in lines) if lines else None
 
 
 def compute_pids(gpus: Sequence[int]) -> list[int] | None:
     """Processes holding memory on these GPUs; None when that cannot be known."""
-    uuids = _smi("--query-gpu=uuid", "--format=csv,noheader", "-i",
+    uuids = smi("--query-gpu=uuid", "--format=csv,noheader", "-i",
                  ",".join(str(g) for g in gpus))
-    apps = _smi("--query-compute-apps=gpu_uuid,pid", "--format=csv,noheader")
+    apps = smi("--query-compute-apps=gpu_uuid,pid", "--format=csv,noheader")
     if uuids is None or apps is None:
         return None
     pids = []

@@ -22,6 +22,8 @@ CLASSES: tuple[tuple[str, tuple[str, ...]], ...] = (
                         "ValueError", "ValidationError", "TypeError")),
 )
 TAIL_LINES = 40
+# A failure's reason line is one line of a message: a Python traceback's last line fits.
+REASON_CHARS = 500
 
 
 def kv_cache_tokens(log: str) -> int | None:
@@ -78,8 +80,8 @@ def reason_line(log: str) -> str:
     lines = [ln.strip() for ln in log.splitlines() if ln.strip()]
     for line in reversed(lines):
         if re.search(r"Error|error:|Exception|refus|out of memory", line):
-            return line[:500]
-    return lines[-1][:500] if lines else ""
+            return line[:REASON_CHARS]
+    return lines[-1][:REASON_CHARS] if lines else ""
 
 
 def tail(log: str, n: int = TAIL_LINES) -> str:

@@ -20,6 +20,9 @@ from tuner.runner.engine import Launch
 
 
 PR_SET_PDEATHSIG = 1
+# After SIGKILL: how long to wait for the process (and then its group) to be gone; only a
+# process stuck in the kernel (D state) takes longer, and then it is left behind.
+KILLED_WAIT_S = 10
 
 
 def _terminate_with_parent() -> None:
@@ -102,10 +105,10 @@ class Server:
         if self.proc.poll() is None or proctree.in_group(self.pgid):
             self._signal(signal.SIGKILL)
         try:
-            self.proc.wait(timeout=10)
+            self.proc.wait(timeout=KILLED_WAIT_S)
         except subprocess.TimeoutExpired:  # pragma: no cover - a process in D state
             pass
-        while proctree.in_group(self.pgid) and time.monotonic() < start + grace_s + 10:
+        while proctree.in_group(self.pgid) and time.monotonic() < start + grace_s + KILLED_WAIT_S:
             time.sleep(0.05)
         return time.monotonic() - start
 

@@ -44,6 +44,8 @@ from tuner.trials.record import TrialRecord
 
 log = logging.getLogger(__name__)
 
+# A sampler that proposes only measured configurations this many times in a row has
+# converged (or is stuck): each costs no trial, so without a cap the worker would spin.
 MAX_DUPLICATES_IN_A_ROW = 25
 
 

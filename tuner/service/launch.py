@@ -46,18 +46,11 @@ def groups(gpus: Sequence[int], per_server: int) -> list[tuple[int, ...]]:
 
 def visible_gpus() -> list[int]:
     """Every GPU nvidia-smi lists; LaunchError where there is no nvidia-smi."""
-    exe = shutil.which("nvidia-smi")
-    out = None
-    if exe:
-        try:
-            out = subprocess.run([exe, "--query-gpu=index", "--format=csv,noheader"],
-                                 capture_output=True, text=True, timeout=20)
-        except (OSError, subprocess.TimeoutExpired):
-            out = None
-    if out is None or out.returncode != 0:
+    lines = gpu.smi("--query-gpu=index", "--format=csv,noheader")
+    if lines is None:
         raise LaunchError("--gpus all needs nvidia-smi, which is not available here; "
                           "give GPU ids, e.g. --gpus 0,1")
-    return [int(x) for x in out.stdout.split() if x.strip().isdigit()]
+    return [int(x) for x in lines if x.isdigit()]
 
 
 def choose_gpus(text: str, opened: OpenStudy) -> list[int]:
