@@ -5,7 +5,11 @@ with its figures and infeasible."""
 
 from optuna.trial import TrialState
 
+import json
+import urllib.request
+
 from tuner.runner.guard import REFERENCE_ATTR
+from tuner.testing.api_procs import api_process
 from tuner.study import create_study, load_study_file, open_study
 from tuner.testing.worker_procs import start_worker
 from tuner.trials import record
@@ -51,7 +55,7 @@ def _run(study_file, storage_url, tmp_path, limit):
 
 
 def test_an_fp8_trial_below_the_limit_is_recorded_with_its_figures_and_infeasible(
-        storage_url, study_file, tmp_path):
+        storage_url, study_file, tmp_path, run_cli):
     study, done = _run(study_file, storage_url, tmp_path, 0.97)
     default = next(t for t in done if t.user_attrs.get("baseline") == "default")
     assert default.user_attrs["accuracy"]["role"] == "reference"
@@ -73,3 +77,37 @@ def test_an_fp8_trial_below_the_limit_is_recorded_with_its_figures_and_infeasibl
         if t.user_attrs["flags"]["kv_cache_dtype"] == "auto":
             assert t.constraints[record.ACCURACY] < 0
             assert t.user_attrs.get("accuracy", {}).get("role") != "replay"
+
+    _results_show_it_as_infeasible(fp8.number, storage_url, tmp_path, run_cli)
+
+
+def _results_show_it_as_infeasible(number, storage_url, tmp_path, run_cli):
+    """pareto, best (three formats), the report and the API: the fp8 trial is marked lossy,
+    shown with its figures as below the limit, and never best."""
+    code, out, err = run_cli("pareto", "acc", "--storage", storage_url)
+    assert code == 0, err
+    assert "below the accuracy limit (infeasible" in out
+    line = next((x for x in out.splitlines() if x.strip().startswith(f"trial {number}:")), "")
+    assert line, out
+    assert "LOSSY kv_cache_dtype=fp8: token agreement 0." in line and "INFEASIBLE" in line
+    assert "say nothing" in line  # the simulator's caveat
+    for fmt in ("cli", "yaml", "json"):
+        code, out, err = run_cli("best", "acc", "--storage", storage_url, "--format", fmt)
+        assert code == 0, err
+        assert "LOSSY" not in out + err and ("kv-cache-dtype auto" in out
+                                             or "kv-cache-dtype: auto" in out
+                                             or '"kv_cache_dtype": "auto"' in out), out
+    doc = json.loads(run_cli("best", "acc", "--storage", storage_url, "--format", "json")[1])
+    assert doc["lossless"] is True and doc["lossy_flags"] == {} and doc["trial"] != number
+    code, _, err = run_cli("report", "acc", "--storage", storage_url, "-o", tmp_path / "r.html")
+    assert code == 0, err
+    html = (tmp_path / "r.html").read_text()
+    assert "LOSSY kv_cache_dtype=fp8: token agreement" in html and "INFEASIBLE" in html
+    with api_process(storage_url, tmp_path / "api.log") as base:
+        with urllib.request.urlopen(f"{base}/studies/acc/pareto", timeout=30) as r:
+            body = json.loads(r.read())
+    assert number not in [row["trial"] for row in body["front"]]
+    refused = {row["trial"]: row for row in body["below_accuracy_limit"]}
+    assert refused[number]["lossy_flags"] == {"kv_cache_dtype": "fp8"}
+    assert refused[number]["accuracy"]["token_agreement"] < 0.97
+    assert body["min_token_agreement"] == 0.97

@@ -10,10 +10,12 @@ from dataclasses import dataclass
 from tuner.results.best import limits_for, pick_best
 from tuner.results.flagdiff import changed_flags
 from tuner.results.gains import format_gains, gains
+from tuner.results.lossy import accuracy_doc, accuracy_line
 from tuner.results.serve import config_yaml, serve_argv, trial_document
 from tuner.results.summary import Summary
 from tuner.space import shell_line
 from tuner.trials import default_baseline, describe_counts
+from tuner.trials.record import ACCURACY
 
 
 @dataclass(frozen=True)
@@ -28,7 +30,8 @@ def best_answer(summary: Summary, fmt: str = "cli", max_itl_p99: float | None = 
                 max_ttft_p99: float | None = None, prefer: str = "throughput") -> BestAnswer:
     spec = summary.spec
     pick = pick_best(summary.records, spec.objectives,
-                     limits_for(spec.slo.limits(), max_itl_p99, max_ttft_p99), prefer)
+                     limits_for(spec.slo.limits(), max_itl_p99, max_ttft_p99), prefer,
+                     lossless_first=not spec.space.lossy)
     if pick.best is None and pick.closest is None:
         return BestAnswer("", False, f"study {summary.name} has no measured trial yet "
                                      f"({describe_counts(summary.records)})")
@@ -36,7 +39,7 @@ def best_answer(summary: Summary, fmt: str = "cli", max_itl_p99: float | None = 
     doc = trial_document(spec, chosen, changed_flags(chosen.flags, summary.space.defaults),
                          gains(chosen, default_baseline(summary.records), spec.objectives))
     doc.update({"meets_limits": pick.best is not None, "limits": dict(pick.limits),
-                "prefer": prefer, "ranked_by": pick.metric})
+                "prefer": prefer, "ranked_by": pick.metric, **accuracy_doc(chosen)})
     limits = ", ".join(f"{k} <= {v:g}" for k, v in pick.limits.items()) or "no limits"
     about = (f"trial {chosen.number}: {pick.metric} {chosen.metric(pick.metric):,.1f}; "
              f"gain over default {format_gains(doc['gain_over_default_pct'])}; "
@@ -44,14 +47,21 @@ def best_answer(summary: Summary, fmt: str = "cli", max_itl_p99: float | None = 
     ok = pick.best is not None
     if not ok:
         about = "closest trial, does NOT meet the limits: " + about
+    if accuracy_line(chosen):  # shown wherever the line about the trial is
+        about += "; " + accuracy_line(chosen)
     text = _render(fmt, doc, about, spec, chosen, ok)
     if ok:
         return BestAnswer(text, True, None, about)
-    over = ", ".join(f"{k} {chosen.metric(k) or 0:,.1f} > {pick.limits[k]:g}"
-                     for k in pick.excess)
+    over = ", ".join(_over(chosen, k, pick.limits) for k in pick.excess)
     return BestAnswer(text, False, f"no measured trial of study {summary.name} meets "
                                    f"{limits}; the closest is trial {chosen.number} ({over})",
                       about)
+
+
+def _over(chosen, key: str, limits) -> str:
+    if key == ACCURACY:
+        return accuracy_line(chosen) or "below the accuracy limit"
+    return f"{key} {chosen.metric(key) or 0:,.1f} > {limits[key]:g}"
 
 
 def _render(fmt: str, doc: dict, about: str, spec, chosen, ok: bool) -> str:

@@ -5,6 +5,12 @@ Limits are upper bounds on metrics: the study's SLOs plus those a user adds
 best by the preferred objective wins (ties: the other objective, then the earlier trial).
 When none meets them, the closest trial is the one with the smallest total relative
 violation: the sum over limits of max(0, value - limit) / limit.
+
+A trial below the study's accuracy limit (``accuracy:token_agreement`` > 0: the guard saw
+its lossy flags change the outputs too much, or could not check them) never wins; it
+counts as violating that limit by the constraint's value. ``lossless_first`` (a study that
+did not opt in to a lossy flag) picks among lossless configurations when one meets the
+limits.
 """
 
 from __future__ import annotations
@@ -13,8 +19,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from tuner.space.numerics import lossy_flags
 from tuner.trials import TrialRecord
 from tuner.trials.pareto import Goal, unique_configs, vector
+from tuner.trials.record import ACCURACY
 
 Prefer = Literal["throughput", "latency"]
 DEFAULT_METRIC = {"throughput": ("output_throughput", "maximize"),
@@ -53,8 +61,11 @@ def preferred(goals: Sequence[Goal], prefer: Prefer) -> tuple[str, str]:
 
 
 def excess(r: TrialRecord, limits: Mapping[str, float]) -> dict[str, float]:
-    """Relative excess per violated limit (a missing metric counts as 1.0)."""
+    """Relative excess per violated limit (a missing metric counts as 1.0); a trial below
+    the accuracy limit adds ``accuracy:token_agreement`` (limit - agreement)."""
     out = {}
+    if float(r.constraints.get(ACCURACY, 0.0)) > 0:
+        out[ACCURACY] = float(r.constraints[ACCURACY])
     for metric, limit in limits.items():
         v = r.metric(metric)
         if v is None:
@@ -65,11 +76,22 @@ def excess(r: TrialRecord, limits: Mapping[str, float]) -> dict[str, float]:
 
 
 def pick_best(records: Sequence[TrialRecord], goals: Sequence[Goal],
-              limits: Mapping[str, float], prefer: Prefer = "throughput") -> Pick:
+              limits: Mapping[str, float], prefer: Prefer = "throughput",
+              lossless_first: bool = False) -> Pick:
     """The best measured trial meeting ``limits``; see the module docstring."""
     metric, direction = preferred(goals, prefer)
     pool = [r for r in unique_configs([r for r in records if r.measured])
             if r.metric(metric) is not None]
+    if lossless_first:
+        pick = _pick([r for r in pool if not lossy_flags(r.flags)], goals, limits, metric,
+                     direction)
+        if pick.best is not None:
+            return pick
+    return _pick(pool, goals, limits, metric, direction)
+
+
+def _pick(pool: Sequence[TrialRecord], goals: Sequence[Goal], limits: Mapping[str, float],
+          metric: str, direction: str) -> Pick:
     meeting = [r for r in pool if not excess(r, limits)]
     if meeting:
         return Pick(min(meeting, key=lambda r: _rank(r, metric, direction, goals)),

@@ -20,6 +20,7 @@ import optuna
 from tuner import optuna_adapter
 from tuner.results.best import limits_for, pick_best
 from tuner.results.flagdiff import changed_flags, flag_words
+from tuner.results.lossy import accuracy_line
 from tuner.results.gains import format_gains, gains
 from tuner.results.serve import serve_argv
 from tuner.results.summary import Summary, summarise
@@ -36,7 +37,8 @@ def note_markdown(s: Summary) -> str:
     lines = [f"## tuner: {s.name}", "", s.spec.description, "", f"{s.counts_line}.", ""]
     limits = limits_for(s.spec.slo.limits())
     for prefer in ("throughput", "latency"):
-        pick = pick_best(s.records, s.spec.objectives, limits, prefer)
+        pick = pick_best(s.records, s.spec.objectives, limits, prefer,
+                         lossless_first=not s.spec.space.lossy)
         r = pick.best or pick.closest
         lines.append(f"### Best flags for {prefer} (by {pick.metric})")
         if r is None:
@@ -47,6 +49,7 @@ def note_markdown(s: Summary) -> str:
                   f"gain over default {format_gains(gains(r, default, s.spec.objectives))}.",
                   "", f"Flags that differ from vLLM's defaults: "
                   f"`{flag_words(changed_flags(r.flags, s.space.defaults))}`", "",
+                  *([accuracy_line(r), ""] if accuracy_line(r) else []),
                   "```", shell_line(serve_argv(s.spec, r.flags)), "```", ""]
     lines += ["### Environment", "", "| | |", "|---|---|"]
     lines += [f"| {k} | {v.replace('|', '/')} |" for k, v in s.environment]
@@ -83,6 +86,8 @@ def trial_note(s: Summary, r: TrialRecord) -> str:
     if r.flags:
         lines += ["Flags that differ from vLLM's defaults: "
                   f"`{flag_words(changed_flags(r.flags, s.space.defaults))}`"]
+    if accuracy_line(r):  # the figures are in the trial's user attribute `accuracy`
+        lines += ["", accuracy_line(r)]
     return "\n".join(lines) + "\n"
 
 

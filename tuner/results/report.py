@@ -15,6 +15,7 @@ from pathlib import Path
 from tuner.results import charts
 from tuner.results.best import limits_for, pick_best
 from tuner.results.flagdiff import changed_flags, flag_words
+from tuner.results.lossy import accuracy_line
 from tuner.results.gains import format_gains
 from tuner.results.serve import serve_argv
 from tuner.results.summary import Row, Summary, row
@@ -26,7 +27,7 @@ table{border-collapse:collapse;margin:.5em 0 1.5em;font-size:13px}
 td,th{border:1px solid #ccc;padding:3px 7px;text-align:left;vertical-align:top}
 th{background:#f3f3f3} td.n{text-align:right;font-variant-numeric:tabular-nums}
 pre{background:#f6f6f6;padding:.7em;white-space:pre-wrap;word-break:break-all}
-.missed{color:#a00} .met{color:#070} img{max-width:100%;border:1px solid #eee}"""
+.missed{color:#a00} .lossy{color:#850} .met{color:#070} img{max-width:100%;border:1px solid #eee}"""
 
 
 def esc(value: object) -> str:
@@ -76,7 +77,8 @@ def _best_section(s: Summary) -> str:
     default = s.default.record if s.default else None
     parts = ["<h2>Best flags</h2>"]
     for prefer in ("throughput", "latency"):
-        pick = pick_best(s.records, s.spec.objectives, limits, prefer)
+        pick = pick_best(s.records, s.spec.objectives, limits, prefer,
+                         lossless_first=not s.spec.space.lossy)
         chosen = pick.best or pick.closest
         title = f"Best for {prefer} (by {pick.metric}, within the SLOs)"
         if chosen is None:
@@ -85,8 +87,9 @@ def _best_section(s: Summary) -> str:
         r = row(chosen, default, s.spec, s.space)
         note = "" if pick.best else ('<p class="missed">No trial meets the SLOs; this is the '
                                      "closest one.</p>")
+        lossy = accuracy_line(chosen)
         parts += [f"<h3>{esc(title)}: trial {chosen.number}</h3>", note,
-                  _rows_table(s, [r]),
+                  _rows_table(s, [r]), f'<p class="lossy">{esc(lossy)}</p>' if lossy else "",
                   f'<pre class="serve">{esc(shell_line(serve_argv(s.spec, chosen.flags)))}</pre>']
     return "\n".join(parts)
 
@@ -101,6 +104,8 @@ def _trials_table(s: Summary) -> str:
             note = f"{r.failure.get('class', '')}: {r.failure.get('message', '')}"[:300]
         elif r.duplicate_of is not None:
             note = f"same flags as trial {r.duplicate_of}"
+        if accuracy_line(r):
+            note = "; ".join(x for x in (note, accuracy_line(r)) if x)
         body.append([r.number, r.state, r.outcome or "-", r.baseline or "",
                      _num(r.metric("output_throughput"), "{:,.0f}"),
                      _num(r.metric("p99_itl_ms")), _num(r.metric("p99_ttft_ms"), "{:,.0f}"),

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from tuner.results.flagdiff import flag_words
 from tuner.results.gains import format_gains
+from tuner.results.lossy import accuracy_line, accurate
 from tuner.results.summary import Row, Summary
 
 COLUMNS = (("output_throughput", "TOK/S", "{:,.0f}"), ("median_itl_ms", "P50 ITL", "{:.1f}"),
@@ -74,6 +75,7 @@ def pareto_text(summary: Summary) -> str:
         out += ["", "default baseline: not measured yet (gains need it)"]
     elif all(r.record.number != d.record.number for r in summary.front):
         out += ["", "default baseline, for reference:", front_table(summary, [d])]
+    out += accuracy_lines(summary)
     out += ["", "GAIN: percent better than vLLM's default on each objective "
                 "(more throughput, less latency: both positive)."]
     if any(r.record.spread for r in summary.front) or (d is not None and d.record.spread):
@@ -81,3 +83,21 @@ def pareto_text(summary: Summary) -> str:
                 "over them; figures are their medians. A gain inside the spread is "
                 "'within noise'."]
     return "\n".join(out)
+
+
+def accuracy_lines(summary: Summary) -> list[str]:
+    """What the accuracy guard says about the front's lossy trials and those it refused."""
+    limit = summary.spec.accuracy_limit
+    if limit is None:
+        return []
+    out = ["", f"lossy flags opted in: {', '.join(summary.spec.space.lossy)}; accuracy "
+               f"limit: token agreement >= {limit:g} with the default's greedy outputs"]
+    out += [f"  trial {r.record.number}: {accuracy_line(r.record)}" for r in summary.front
+            if accuracy_line(r.record)]
+    front = {r.record.number for r in summary.front}
+    refused = [r for r in summary.records if r.measured and not accurate(r)
+               and r.number not in front]
+    if refused:
+        out.append("below the accuracy limit (infeasible, never on the front or best):")
+        out += [f"  trial {r.number}: {accuracy_line(r)}" for r in refused]
+    return out

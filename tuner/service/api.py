@@ -2,7 +2,9 @@
 
     GET /studies                     every study with its progress
     GET /studies/{name}              the study's status (as `tuner status --json`)
-    GET /studies/{name}/pareto       the Pareto-optimal trials
+    GET /studies/{name}/pareto       the Pareto-optimal trials (each with lossy_flags and
+                                     the accuracy guard's figures), and the lossy trials
+                                     below the accuracy limit (below_accuracy_limit)
     GET /studies/{name}/best         `tuner best`'s output; query: format=cli|yaml|json,
                                      max_itl_p99, max_ttft_p99, prefer=throughput|latency
 
@@ -27,6 +29,7 @@ from aiohttp import web
 from tuner.errors import StorageError, UsageError
 from tuner.results import summarise
 from tuner.results.answer import best_answer
+from tuner.results.lossy import accuracy_doc, accurate
 from tuner.service import status
 from tuner.space import build_space
 from tuner.study import open_storage
@@ -143,10 +146,14 @@ async def pareto(request: web.Request) -> web.Response:
     rows = [{"trial": r.record.number, "baseline": r.record.baseline,
              "values": list(r.record.values or ()), "metrics": dict(r.record.metrics),
              "flags": dict(r.record.flags), "changed_flags": dict(r.changed),
-             "gain_over_default_pct": dict(r.gains), "slos_met": r.slos_met}
+             "gain_over_default_pct": dict(r.gains), "slos_met": r.slos_met,
+             **accuracy_doc(r.record)}
             for r in s.front]
+    refused = [{"trial": r.number, "flags": dict(r.flags), **accuracy_doc(r)}
+               for r in s.records if r.measured and not accurate(r)]
     return web.json_response({"study": s.name, "objectives": [
-        o.model_dump() for o in s.spec.objectives], "front": rows})
+        o.model_dump() for o in s.spec.objectives], "front": rows,
+        "min_token_agreement": s.spec.accuracy_limit, "below_accuracy_limit": refused})
 
 
 def _limit(query, key: str) -> float | None:

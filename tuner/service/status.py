@@ -90,7 +90,8 @@ def counts(records: Sequence[TrialRecord]) -> dict[str, int]:
 
 
 def _best(spec: StudySpec, records: Sequence[TrialRecord]) -> Best | None:
-    pick = pick_best(records, spec.objectives, limits_for(spec.slo.limits()))
+    pick = pick_best(records, spec.objectives, limits_for(spec.slo.limits()),
+                     lossless_first=not spec.space.lossy)
     if pick.best is None:
         return None
     g = gains(pick.best, default_baseline(records), spec.objectives)
