@@ -24,6 +24,9 @@ max_concurrency = 8
 num_requests = 24
 warmup_requests = 2
 max_client_lag_ms = 50
+# on shared cores the client reads some tokens coalesced: judge the gaps loosely, as the
+# other simulator tests do (the default baseline must measure: it records the reference)
+min_gap_share = 0.5
 [slo]
 min_token_agreement = {limit}
 [space]
@@ -57,13 +60,15 @@ def _run(study_file, storage_url, tmp_path, limit):
 def test_an_fp8_trial_below_the_limit_is_recorded_with_its_figures_and_infeasible(
         storage_url, study_file, tmp_path, run_cli):
     study, done = _run(study_file, storage_url, tmp_path, 0.97)
-    default = next(t for t in done if t.user_attrs.get("baseline") == "default")
+    seen = [(t.number, t.user_attrs.get("outcome"), t.user_attrs.get("failure"))
+            for t in study.get_trials(deepcopy=False)]
+    default = next((t for t in done if t.user_attrs.get("baseline") == "default"), None)
+    assert default is not None and default.user_attrs["outcome"] == record.MEASURED, seen
     assert default.user_attrs["accuracy"]["role"] == "reference"
     assert "accuracy" in default.user_attrs["phases"]
     reference = study.user_attrs[REFERENCE_ATTR]
     assert reference["trial"] == default.number and len(reference["completions"]) == 16
     assert all(len(c["tokens"]) == 32 for c in reference["completions"])
-    seen = [(t.number, t.user_attrs.get("outcome"), t.user_attrs.get("failure")) for t in done]
     fp8 = next((t for t in done if t.user_attrs["flags"]["kv_cache_dtype"] == "fp8"), None)
     assert fp8 is not None, seen
     acc = fp8.user_attrs["accuracy"]
