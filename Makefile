@@ -38,7 +38,7 @@ bench: $(STAMP)
 	$(PY) bench/run.py
 
 bench-search: $(STAMP)
-	$(PY) bench/search.py --merge bench/results/search-gp.json bench/results/search-botorch.json
+	nice -n 10 $(PY) bench/search.py --merge bench/results/search-gp.json
 
 # Docker deployment (docker/compose.yaml; needs a Docker engine with the NVIDIA runtime).
 GPUS ?= $(or $(shell sed -n 's/^GPUS=//p' docker/.env 2>/dev/null),1)

@@ -22,7 +22,7 @@ import optuna
 
 from search_truth import Profile, Truth, point
 from tuner.runner.proposal import Proposal, propose
-from tuner.search import SearchPlan, warm_start
+from tuner.search import FrontSettings, SearchPlan, warm_start
 from tuner.trials import queries, record
 from tuner.trials.record import TrialRecord
 
@@ -88,7 +88,8 @@ def run_one(profile: Profile, truth: Truth, c: Contender, seed: int,
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     plan = c.plan or SearchPlan("random", constraints=False)
     study = optuna.create_study(directions=[o.direction for o in profile.spec.objectives],
-                                sampler=plan.sampler_for(seed))
+                                sampler=plan.sampler_for(
+                                    seed, front=FrontSettings.for_study(profile.spec, profile.space)))
     limit = _enqueue_autotune(study, profile, seed) if c.plan is None else None
     if plan.warm_start:
         warm_start(study, profile.space)

@@ -65,21 +65,23 @@ def test_hypervolume_curve_and_trials_to_reach():
 def test_acceptance_gives_a_lower_bound_when_random_never_gets_there():
     from search_report import acceptance
 
-    def row(name, to90, to95, limit=40):
+    def row(name, to90, to95, limit=24, hv20=0.96, held_out=False):
         return {"profile": "p", "rules": "r", "contender": name, "to90": to90, "to95": to95,
-                "wasted_after10": 0.05, "limit": limit}
+                "wasted_after10": 0.05, "limit": limit, "hv20": hv20, "hvlast": 0.97,
+                "held_out": held_out}
 
-    lines = acceptance([row("auto", 10.0, 18.0), row("random", math.inf, math.inf)], "auto")
-    assert lines[-1] == "| p | r | 18 | 10 | >40 | > 4.0 | 5% |"
-    lines = acceptance([row("auto", 10.0, 18.0), row("random", 35.0, math.inf)], "auto")
-    assert lines[-1] == "| p | r | 18 | 10 | 35 | 3.5 | 5% |"
-    # random search run on to 120 trials stands in for the 40-trial one
-    lines = acceptance([row("auto", 10.0, 18.0), row("random", math.inf, math.inf),
-                        row("random-120", math.inf, math.inf, 120)], "auto")
-    assert lines[-1] == "| p | r | 18 | 10 | >120 | > 12.0 | 5% |"
-    lines = acceptance([row("auto", 10.0, 18.0), row("random", math.inf, math.inf),
-                        row("random-120", 90.0, math.inf, 120)], "auto")
-    assert lines[-1] == "| p | r | 18 | 10 | 90 | 9.0 | 5% |"
+    lines = acceptance([row("auto", 10.0, 18.0), row("random-60", math.inf, math.inf, 60)],
+                       "auto")
+    assert lines[-1] == "| p | r | 0.960 | 18 | - | 10 / >60 (> 6.0) | 5% | - |"
+    lines = acceptance([row("auto", 10.0, 18.0), row("random-60", 35.0, math.inf, 60),
+                        row("auto 5% noise", 12.0, math.inf, hv20=0.91),
+                        row("auto x4", 12.0, math.inf)], "auto")
+    assert lines[-1] == "| p | r | 0.960 | 18 | 0.910 | 10 / 35 (3.5) | 5% | 0.970 |"
+    # a held-out profile is marked and listed after the others
+    lines = acceptance([row("auto", 10.0, 18.0, held_out=True),
+                        {**row("auto", 30.0, math.inf), "profile": "a"}], "auto")
+    assert lines[-2].startswith("| a | r |") and lines[-1].startswith("| p (held out) | r |")
+    assert "| >24 |" in lines[-2]
 
 
 def test_the_outcome_cache_is_keyed_by_the_simulators_source(tmp_path, monkeypatch):

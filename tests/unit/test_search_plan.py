@@ -16,7 +16,7 @@ def test_auto_is_a_known_sampler_and_the_auto_plan_uses_it():
 
 
 def test_unknown_sampler_names_the_known_ones():
-    with pytest.raises(ValueError, match="known: auto, tpe"):
+    with pytest.raises(ValueError, match="known: auto, front, tpe"):
         make_sampler("cmaes", 0)
 
 

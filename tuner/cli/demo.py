@@ -48,6 +48,26 @@ def _show(name: str, url: str) -> int:
 
     print("\nPareto front (tuner pareto):")
     main(["pareto", name, "--storage", url])
+    print(_front_plot(name, url), end="")
     print("\nBest flags (tuner best --format cli):")
     main(["best", name, "--storage", url, "--format", "cli"])
+    print(f"\nThe whole front, the hypervolume and the flags' effects as HTML: "
+          f"tuner report {name} --storage {mask(url)} -o {name}.html")
     return 0
+
+
+def _front_plot(name: str, url: str) -> str:
+    """The front's trade-off in the terminal: p99 ITL across, output tokens/s up."""
+    from tuner.results import load_records, pareto_front
+    from tuner.results.textplot import front_plot
+    from tuner.study import open_study
+
+    opened = open_study(name, url)
+    front = pareto_front(load_records(opened.study), opened.spec.objectives)
+    pts = [(r.metric("p99_itl_ms"), r.metric("output_throughput")) for r in front]
+    pts = [p for p in pts if None not in p]
+    if not pts:
+        return ""
+    itl = [p[0] for p in pts]
+    return (f"\nThe front: {len(pts)} points, p99 ITL {min(itl):,.1f}-{max(itl):,.1f} ms "
+            f"({max(itl) / min(itl):.1f}x)\n" + front_plot(pts))

@@ -36,6 +36,7 @@ from tuner.runner.tell import tell
 from tuner.search.sampler import make_sampler
 from tuner.space.installed import unusable_here
 from tuner.study import OpenStudy, open_study
+from tuner.search.front import FrontSettings
 from tuner.study.outage import retrying
 from tuner.study.storage import HEARTBEAT_S, cache_root, study_dir
 from tuner.study.store import ask_study_engine
@@ -107,7 +108,8 @@ class Worker:
             spec.search.seed + zlib.crc32(f"{socket.gethostname()}-{os.getpid()}-"
                                           f"{time.time_ns()}".encode())) % 2**31
         self.study = optuna.load_study(study_name=study_name, storage=optuna_adapter.storage_of(self.opened.study),
-                                       sampler=make_sampler(spec.search.sampler, seed))
+                                       sampler=make_sampler(spec.search.sampler, seed,
+                                                            front=FrontSettings.for_study(spec)))
         self.gpus, self.n_trials, self.timeout_s = gpus, n_trials, timeout_s
         self.slot = Slot(gpus, study_dir(study_name) / "logs", "", socket.gethostname(),
                          cache=cache_root())

@@ -23,13 +23,14 @@ class SearchPlan:
     constraints: bool = True
     constant_liar: bool = True
 
-    def sampler_for(self, seed: int | None) -> optuna.samplers.BaseSampler:
+    def sampler_for(self, seed: int | None, front=None) -> optuna.samplers.BaseSampler:
+        """``front``: the study's ``FrontSettings`` (the front sampler's score)."""
         return make_sampler(self.sampler, seed, self.n_startup_trials,
-                            constant_liar=self.constant_liar)
+                            constant_liar=self.constant_liar, front=front)
 
 
 # What a study does (``tuner study create`` enqueues the baselines; the runner tells
-# constraints; ``auto`` is the local sampler over TPE): the winner of docs/search.md.
+# constraints; ``auto`` is the front sampler, tuner/search/front.py): docs/search.md.
 PLANS: dict[str, SearchPlan] = {
     "auto": SearchPlan(AUTO, n_startup_trials=8, warm_start=True),
 }

@@ -12,10 +12,13 @@ import warnings
 import optuna
 
 from tuner.errors import SamplerUnavailable
+from tuner.search.front import FrontSampler, FrontSettings
 from tuner.search.local import LocalSampler
+from tuner.study.spec import DEFAULT_OBJECTIVES
+from tuner.trials.reference import rule_for
 
-AUTO = "local"
-NAMES = ("tpe", "local", "gp", "botorch", "nsga2", "random")
+AUTO = "front"
+NAMES = ("front", "tpe", "local", "gp", "botorch", "nsga2", "random")
 
 
 # The optional packages a sampler imports when it is built: (module, what pip installs).
@@ -39,11 +42,18 @@ def require(name: str) -> None:
 
 
 def make_sampler(name: str, seed: int | None, n_startup_trials: int = 8, *,
-                 constant_liar: bool = True) -> optuna.samplers.BaseSampler:
+                 constant_liar: bool = True, front=None) -> optuna.samplers.BaseSampler:
     """A sampler that reads the trials' constraints (``trial.set_constraint``); TPE also
-    knows about running trials (constant liar) unless ``constant_liar`` is False."""
+    knows about running trials (constant liar) unless ``constant_liar`` is False.
+    ``front``: the front sampler's settings (``tuner.search.FrontSettings.for_study``);
+    without them it scores against twice the default's latency and half its throughput."""
     name = resolve(name)
     warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
+    if name == "front":
+        if front is None:
+            front = FrontSettings(rule_for(DEFAULT_OBJECTIVES, {}, {}, [0.0, 1000.0]),
+                                  tuple(o.metric for o in DEFAULT_OBJECTIVES))
+        return FrontSampler(front, seed=seed)
     if name in ("tpe", "local"):
         tpe = optuna.samplers.TPESampler(seed=seed, multivariate=True, group=True,
                                          constant_liar=constant_liar,
@@ -53,7 +63,9 @@ def make_sampler(name: str, seed: int | None, n_startup_trials: int = 8, *,
         return LocalSampler(tpe, seed=seed)
     require(name)
     if name == "gp":
-        return optuna.samplers.GPSampler(seed=seed, n_startup_trials=n_startup_trials)
+        # reads the trials' constraints (set_constraint) itself; the space's log scales
+        return optuna.samplers.GPSampler(seed=seed, n_startup_trials=n_startup_trials,
+                                         deterministic_objective=False)
     if name == "botorch":
         from optuna_integration import BoTorchSampler
 

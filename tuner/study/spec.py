@@ -206,7 +206,7 @@ class AccuracySection(_Section):
 
 
 class SearchSection(_Section):
-    sampler: Literal["auto", "local", "tpe", "gp", "botorch", "nsga2", "random"] = "auto"
+    sampler: Literal["auto", "front", "local", "tpe", "gp", "botorch", "nsga2", "random"] = "auto"
     n_trials: int = Field(20, ge=1)
     seed: int | None = 0
     baselines: bool = True

@@ -1,0 +1,136 @@
+"""tuner.search.front: the default sampler (probes, then EHVI under Gaussian processes)."""
+
+import math
+
+import numpy as np
+import optuna
+import pytest
+
+from tuner.trials.reference import rule_for
+from tuner.search import warm_start
+from tuner.search.acquisition import improvement
+from tuner.search.front import MOVE, PROBES, FrontSampler, FrontSettings, View
+from tuner.search.surrogate import Encoding, fit
+from tuner.space import baselines, build_space
+from tuner.study import load_study_file
+from tuner.search.sampler import make_sampler
+from tuner.study.spec import DEFAULT_OBJECTIVES
+
+SETTINGS = FrontSettings(rule_for(DEFAULT_OBJECTIVES, {}, {}, [0.0, 1000.0]),
+                         ("output_throughput", "p99_itl_ms"))
+
+
+@pytest.fixture
+def space(study_file):
+    return build_space(load_study_file(study_file('[model]\npath = "models/llama3-8b"\n')))
+
+
+def _toy(p):
+    """A trade-off: throughput and ITL both grow with the budget and the sequences; the
+    configuration does not start below 0.6 of the memory."""
+    tokens, seqs = p["max_num_batched_tokens"], p["max_num_seqs"]
+    thr = 1000 * (1 - math.exp(-tokens / 2000)) * (1 - math.exp(-seqs / 64))
+    itl = 5 + tokens / 100 + seqs / 20
+    return [thr, itl], p["gpu_memory_utilization"] >= 0.6
+
+
+def _run(space, seed, n, workers=1, spread=None):
+    study = optuna.create_study(directions=["maximize", "minimize"],
+                                sampler=FrontSampler(SETTINGS, seed=seed))
+    warm_start(study, space)
+    dists = space.distributions()
+    running = []
+    while len(study.trials) < n or running:
+        while len(running) < workers and len(study.trials) < n:
+            running.append(study.ask(dists))
+        t = running.pop(0)
+        values, starts = _toy(t.params)
+        t.set_user_attr("flags", dict(t.params))
+        t.set_constraint("starts", 0.0 if starts else 1.0)
+        if not starts:
+            t.set_user_attr("outcome", "infeasible")
+        elif spread is not None:
+            t.set_user_attr("spread", spread)
+        study.tell(t, values if starts else [0.0, 1000.0])
+    return study
+
+
+def test_after_the_baselines_come_the_low_latency_probes_jittered_by_the_seed(space):
+    firsts = []
+    for seed in (0, 1):
+        study = _run(space, seed, len(baselines(space)) + len(PROBES))
+        default = next(t.params for t in study.trials if t.user_attrs.get("baseline") == "default")
+        probes = [t for t in study.trials if t.system_attrs.get(MOVE, {}).get("kind") == "probe"]
+        assert [t.system_attrs[MOVE]["probe"] for t in probes] == list(range(len(PROBES)))
+        corner = probes[0].params  # an eighth of the budget and of the sequences, roughly
+        for name in ("max_num_batched_tokens", "max_num_seqs"):
+            assert default[name] / 12 < corner[name] < default[name] / 5
+        firsts.append(corner)
+    assert firsts[0] != firsts[1]  # seeds run different trajectories
+
+
+def test_the_model_proposes_distinct_configurations_and_learns_what_does_not_start(space):
+    study = _run(space, 3, 30)
+    model = [t for t in study.trials if t.system_attrs.get(MOVE, {}).get("kind") == "model"]
+    assert len(model) >= 15
+    keys = {tuple(sorted(t.params.items())) for t in study.trials}
+    assert len(keys) == len(study.trials)  # never the same configuration twice
+    late = model[len(model) // 2:]
+    refused = sum(t.params["gpu_memory_utilization"] < 0.6 for t in late)
+    assert refused <= len(late) // 5, refused  # random would refuse about a quarter
+
+
+def test_parallel_workers_get_distinct_model_based_proposals(space):
+    study = _run(space, 0, 26, workers=4)
+    model = [t for t in study.trials if t.system_attrs.get(MOVE, {}).get("kind") == "model"]
+    assert len(model) >= 15  # no fallback to another sampler while trials are in flight
+    keys = {tuple(sorted(t.params.items())) for t in study.trials}
+    assert len(keys) == len(study.trials)
+
+
+def test_a_gain_inside_the_spread_is_a_tie():
+    # measured: (100 tok/s, 50 ms) with a 5% spread on both; a candidate 3% better on both
+    # adds nothing, one 10% better adds volume
+    view = View.__new__(View)
+    view.maximise, view.measured = np.array([True, False]), []
+    logs = np.log(np.array([[100.0, 50.0]]))
+    front = view.front(None, np.zeros((0, 2)), [], logs, np.array([0.05, 0.05]))
+    ref = np.array([-50.0, 100.0])
+    assert improvement(np.array([[-103.0, 48.5]]), front, ref)[0] == 0.0
+    assert improvement(np.array([[-110.0, 45.0]]), front, ref)[0] > 0.0
+
+
+def test_the_surrogate_interpolates_and_learns_an_inert_dimension():
+    rng = np.random.default_rng(0)
+    X = rng.random((25, 3))
+    y = np.sin(3 * X[:, 0]) + X[:, 1]  # the third coordinate does nothing
+    gp = fit(X, y)
+    test = rng.random((50, 3))
+    mu, sd = gp.predict(test)
+    truth = np.sin(3 * test[:, 0]) + test[:, 1]
+    assert np.abs(mu - truth).mean() < 0.1 * truth.std() * 3  # well inside the spread
+    assert gp.lengths[2] > 3 * max(gp.lengths[0], gp.lengths[1])
+    mu_seen, sd_seen = gp.predict(X)
+    assert sd_seen.max() < sd.mean()
+
+
+def test_the_encoding_round_trips_the_space(space):
+    enc = Encoding(space.distributions())
+    default = next(b for b in baselines(space) if b.name == "default")
+    params = {p.name: default.flags[p.name] for p in space.params}
+    assert enc.decode(enc.encode(params)) == params
+    assert ((enc.encode(params) >= 0) & (enc.encode(params) <= 1)).all()
+
+
+def test_auto_is_the_front_sampler():
+    assert isinstance(make_sampler("auto", 0), FrontSampler)
+    assert isinstance(make_sampler("front", 0, front=SETTINGS), FrontSampler)
+
+
+def test_the_tie_is_the_spread_of_the_trials_confirmation_runs(space):
+    spread = {"n": 3, "median": 100.0, "min": 96.0, "max": 104.0}  # 8% of the median
+    study = _run(space, 0, len(baselines(space)) + 2, spread={"output_throughput": spread})
+    dists = space.distributions()
+    trials = [t for t in study.get_trials(deepcopy=False) if set(dists) <= set(t.params)]
+    view = View(SETTINGS, trials, study.directions, dists)
+    assert view.spread() == pytest.approx([0.08, 0.0])

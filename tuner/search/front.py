@@ -1,0 +1,350 @@
+"""The default sampler: Bayesian optimisation of the whole throughput vs latency front.
+
+``FrontSampler`` learns from the told trials only (never the engine):
+
+1. **probes** (``FrontSettings.probes``): after the enqueued baselines, a few moves from
+   the default that the tuning guides name: towards low latency (an eighth of the token
+   budget and of the sequences), the low-latency corner (the article's small chunked
+   budget, a 32nd of vLLM's 8,192, with a 16th of the sequences), a quarter of the
+   budget, a quarter of the sequences. Each factor is jittered by the seed (up to ``jitter`` on a log scale), so
+   seeds run different trajectories; parallel workers take distinct probes.
+2. then, once ``min_trials`` trials measured, a **model**: one Gaussian process per
+   objective (on the log of its values, ``tuner.search.surrogate``) and one of
+   feasibility (started and every SLO met, +1/-1, from every told trial, so
+   configurations that do not start teach it too); the proposal maximises the expected
+   hypervolume improvement (``tuner.search.acquisition``) over the study's reference
+   point (``tuner.trials.reference``: the whole front the SLOs allow), times the
+   probability of feasibility, over random candidates and moves around the front. One
+   proposal in ``ends`` instead pushes one end of the front (the best p99 ITL, then the
+   best throughput, each while the other stays inside the reference): the front is
+   covered from both ends, where a point adds little volume but answers a user's
+   tightest latency limit (``tuner best --max-itl-p99``).
+
+Noise: each measured point counts on the front as if it were better by its spread (the
+larger of the trial's measured relative spread, the model's learned noise and ``tie``),
+so a candidate must beat it by more than that to add volume: differences inside the
+spread are ties. Parallel workers: trials in flight are told to the model at its own
+prediction (Kriging believer) and join the front, so the next proposal is elsewhere and
+still model-based. The models learn from the flags a trial ran with (what the rule set
+repaired its parameters to), and each candidate is repaired by the space's rules before it
+is scored, so it is scored where it will run; nothing within ``near`` of an asked
+configuration is proposed again.
+Each proposal's move is kept in the trial's system attribute ``front:move``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+import optuna
+from optuna.distributions import BaseDistribution
+from optuna.trial import FrozenTrial, TrialState
+
+from tuner import optuna_adapter
+from tuner.search.acquisition import end_improvement, expected_improvement, samples
+from tuner.search.steps import clip
+from tuner.search.surrogate import Encoding, fit
+from tuner.space import build_space, repair
+from tuner.trials.queries import from_frozen
+from tuner.trials.record import Outcome, TrialRecord
+from tuner.trials.reference import ReferenceRule, study_rule
+
+MOVE = "front:move"
+STARTS = "starts"
+PROBES: tuple[Mapping[str, float], ...] = (
+    {"max_num_batched_tokens": 0.125, "max_num_seqs": 0.125},  # towards low latency
+    {"max_num_batched_tokens": 1 / 32, "max_num_seqs": 1 / 16},  # the article's chunked
+    {"max_num_batched_tokens": 0.25},
+    {"max_num_seqs": 0.25},
+)
+
+
+@dataclass(frozen=True)
+class FrontSettings:
+    """What the sampler needs of the study and how hard it looks.
+
+    ``reference``: the study's score (``tuner.trials.reference.study_rule``);
+    ``metrics``: the objectives' metric names (to read a trial's measured spread)."""
+
+    reference: ReferenceRule
+    metrics: tuple[str, ...] = ()
+    # params -> the parameters the space's rules repair them to (None: no valid
+    # configuration near): candidates are scored where they will run
+    repair: Callable[[dict], dict | None] | None = None
+    probes: tuple[Mapping[str, float], ...] = PROBES
+    jitter: float = 0.25  # log-scale jitter of a probe's factors, drawn from the seed
+    min_trials: int = 4  # measured trials before the model proposes
+    candidates: int = 256  # random candidates per proposal
+    around: int = 16  # moves around each front point per proposal
+    draws: int = 32  # posterior samples per candidate
+    ends: int = 3  # one model proposal in this many pushes an end of the front
+    tie: float = 0.01  # relative differences below this are ties, without a measured spread
+    near: float = 0.005  # unit-cube distance within which a configuration was asked
+
+    @classmethod
+    def for_study(cls, spec, space=None) -> "FrontSettings":
+        """The settings of a study spec; ``space``: its ``SearchSpace`` (built when not
+        given), whose rules repair each candidate before it is scored."""
+        space = space or build_space(spec)
+        dists = space.distributions()
+
+        def repaired(params: dict) -> dict | None:
+            fixed = repair(space, space.complete(params))
+            if fixed.infeasible:
+                return None
+            out = {n: clip(d, fixed.flags[n]) for n, d in dists.items() if n in fixed.flags}
+            return out if None not in out.values() and len(out) == len(dists) else None
+        return cls(study_rule(spec), tuple(o.metric for o in spec.objectives), repair=repaired)
+
+
+def record_of(t: FrozenTrial) -> TrialRecord:
+    """The trial's typed record (its user attributes read once)."""
+    return from_frozen(t)
+
+
+def started(t: FrozenTrial) -> bool:
+    """Measured: complete with finite values, ``starts`` <= 0, not infeasible."""
+    return (t.state == TrialState.COMPLETE and t.values is not None
+            and all(math.isfinite(v) for v in t.values)
+            and (t.constraints or {}).get(STARTS, 0.0) <= 0
+            and record_of(t).outcome != Outcome.INFEASIBLE)
+
+
+def feasible(t: FrozenTrial) -> bool:
+    return started(t) and all(v <= 0 for v in (t.constraints or {}).values())
+
+
+def origin(t: FrozenTrial, space: Mapping[str, BaseDistribution]) -> dict[str, Any]:
+    """What ``t`` ran with, in the space's terms: its effective flags where they are valid
+    values, else its parameters."""
+    flags = record_of(t).flags
+    out = {}
+    for name, dist in space.items():
+        value = clip(dist, flags[name]) if name in flags else None
+        out[name] = value if value is not None else t.params.get(name)
+    return out
+
+
+_erf = np.vectorize(math.erf)
+
+
+def _probability(X: np.ndarray, y: np.ndarray, running: np.ndarray, noise: float):
+    """P(value > 0) under a process fitted to ``y`` (constant when ``y`` is)."""
+    if len(y) == 0 or np.ptp(y) == 0:
+        p = 1.0 if len(y) == 0 or y[0] > 0 else 0.0
+        return lambda c: np.full(len(c), p)
+    gp = fit(X, y, noise_floor=noise).believing(running)
+
+    def prob(c: np.ndarray) -> np.ndarray:
+        mu, sd = gp.predict(c)
+        return 0.5 * (1.0 + _erf(mu / np.maximum(sd, 1e-6) / math.sqrt(2.0)))
+    return prob
+
+
+class FrontSampler(optuna.samplers.BaseSampler):
+    """Probes, then expected hypervolume improvement under a GP (see the module)."""
+
+    def __init__(self, settings: FrontSettings, seed: int | None = None) -> None:
+        self.settings = settings
+        self._seed = seed
+        self._rng = np.random.default_rng(seed)
+        self._random = optuna.samplers.RandomSampler(seed=seed)
+
+    # optuna's sampler protocol ------------------------------------------------------
+    def infer_relative_search_space(self, study, trial) -> dict[str, BaseDistribution]:
+        return optuna.search_space.intersection_search_space(
+            study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)))
+
+    def sample_relative(self, study, trial, search_space) -> dict[str, Any]:
+        if not search_space or len(study.directions) != 2:
+            return {}
+        trials = [t for t in study.get_trials(deepcopy=False) if t.number != trial.number
+                  and set(search_space) <= set(t.params)]
+        view = View(self.settings, trials, study.directions, search_space)
+        out = view.probe(self._seed) or view.model(self._rng)
+        if out is None:
+            return {}
+        params, move = out
+        optuna_adapter.set_trial_system_attr(study, trial, MOVE, move)
+        return params
+
+    def sample_independent(self, study, trial, param_name, param_distribution) -> Any:
+        return self._random.sample_independent(study, trial, param_name, param_distribution)
+
+    def reseed_rng(self) -> None:
+        self._rng = np.random.default_rng()
+        self._random.reseed_rng()
+
+
+class View:
+    """One proposal's view of the study: asked configurations, data for the models."""
+
+    def __init__(self, settings: FrontSettings, trials: Sequence[FrozenTrial], directions,
+                 space: Mapping[str, BaseDistribution]) -> None:
+        self.s, self.space, self.enc = settings, space, Encoding(dict(space))
+        self.maximise = np.array([d == optuna.study.StudyDirection.MAXIMIZE for d in directions])
+        self.trials = trials
+        asked = [self.enc.encode(t.params) for t in trials]
+        asked += [self.enc.encode(origin(t, space)) for t in trials]
+        self.asked = np.array(asked).reshape(-1, len(self.enc.names))
+        told = [t for t in trials if t.state == TrialState.COMPLETE
+                and record_of(t).outcome != Outcome.DUPLICATE]
+        self.measured = [t for t in told if started(t)]
+        self.told = told
+        self.running = [t for t in trials if t.state == TrialState.RUNNING]
+        self.default = next((t for t in trials if record_of(t).baseline == "default"),
+                            None)
+
+    def fresh(self, X: np.ndarray) -> np.ndarray:
+        """Rows of ``X`` not within ``near`` of an asked configuration."""
+        if not len(self.asked):
+            return np.ones(len(X), bool)
+        cat = self.enc.categorical()
+        d = np.abs(X[:, None, :] - self.asked[None, :, :])
+        same = np.where(cat, d < 1e-9, d < self.s.near).all(-1)
+        return ~same.any(1)
+
+    # probes ------------------------------------------------------------------------
+    def probe(self, seed: int | None):
+        if self.default is None or not started(self.default):
+            return None
+        done = {t.system_attrs[MOVE].get("probe") for t in self.trials
+                if isinstance(t.system_attrs.get(MOVE), dict)}
+        here = origin(self.default, self.space)
+        for i, probe in enumerate(self.s.probes):
+            if i in done:
+                continue
+            jitter = np.random.default_rng([i, 0 if seed is None else seed + 1])
+            params = dict(here)
+            for name, factor in probe.items():
+                if name in self.space:
+                    f = factor * math.exp(jitter.uniform(-self.s.jitter, self.s.jitter))
+                    params[name] = clip(self.space[name], here[name] * f)
+            if params != here and self.fresh(self.enc.encode(params)[None])[0]:
+                return params, {"kind": "probe", "probe": i, "parent": self.default.number}
+        return None
+
+    # the model ---------------------------------------------------------------------
+    def model(self, rng: np.random.Generator):
+        if len(self.measured) < self.s.min_trials:
+            return None
+        X = np.array([self.enc.encode(origin(t, self.space)) for t in self.measured])
+        logs = np.log(np.maximum(np.abs(np.array([t.values for t in self.measured])), 1e-9))
+        spread = self.spread()
+        gps = [fit(X, logs[:, j], noise_floor=spread[j] ** 2) for j in range(2)]
+        running = np.array([self.enc.encode(t.params) for t in self.running]).reshape(
+            -1, X.shape[1])
+        gps = [gp.believing(running) for gp in gps]
+        feas = self.feasibility(running)
+        cands = self.candidates(X, rng)
+        if not len(cands):
+            return None
+        mean = np.stack([gp.predict(cands)[0] for gp in gps], 1)
+        sd = np.stack([gp.predict(cands)[1] for gp in gps], 1)
+        ties = np.array([max(spread[j], gps[j].noise_sd, self.s.tie) for j in range(2)])
+        front = self.front(X, running, gps, logs, ties)
+        normal = np.random.default_rng(rng.integers(2 ** 32)).standard_normal((self.s.draws, 2))
+        draws = samples(mean, sd, normal, self.objectives)
+        ref, aim = self.reference(), self.aim()
+        gain = (expected_improvement(draws, front, ref) if aim == "ehvi"
+                else end_improvement(draws, front, ref, int(aim[-1])))
+        pf = feas(cands)
+        score = pf * gain
+        if score.max() <= 0:  # nothing expected to add: the likeliest to be feasible
+            score = pf + 1e-6 * sd.sum(1)
+        best = int(np.argmax(score))
+        return self.enc.decode(cands[best]), {"kind": "model", "aim": aim,
+                                              "gain": float(gain[best]),
+                                              "feasible": float(pf[best])}
+
+    def aim(self) -> str:
+        """What this model proposal maximises: the expected hypervolume improvement, or,
+        one proposal in ``ends``, one end of the front (objective 0, then 1, in turn)."""
+        n = sum(1 for t in self.trials
+                if isinstance(t.system_attrs.get(MOVE), dict)
+                and t.system_attrs[MOVE].get("kind") == "model")
+        if n % self.s.ends != self.s.ends - 1:
+            return "ehvi"
+        return f"end:{(n // self.s.ends) % 2}"
+
+    def objectives(self, logs: np.ndarray) -> np.ndarray:
+        """Log values -> minimised objectives (a maximised one negated)."""
+        return np.where(self.maximise, -np.exp(logs), np.exp(logs))
+
+    def reference(self) -> np.ndarray:
+        default = tuple(self.default.values) if self.default is not None and started(
+            self.default) else None
+        ref = np.array(self.s.reference.point(default), float)
+        return np.where(self.maximise, -ref, ref)
+
+    def front(self, X, running, gps, logs, ties) -> np.ndarray:
+        """The feasible measured points made better by their ties, and the trials in
+        flight where the model expects them."""
+        ok = np.array([feasible(t) for t in self.measured], bool) if self.measured else \
+            np.ones(len(logs), bool)
+        better = (logs + np.where(self.maximise, ties, -ties))[ok]
+        pts = [self.objectives(better).reshape(-1, 2)]
+        if len(running):
+            pts.append(self.objectives(np.stack([gp.predict(running)[0] for gp in gps], 1)))
+        return np.vstack(pts)
+
+    def spread(self) -> np.ndarray:
+        """Each objective's median relative spread (range over median) over the measured
+        trials repeated at least twice (the record's ``spread``: confirmation runs), else 0."""
+        out = []
+        for m in self.s.metrics or ("", ""):
+            spreads = [record_of(t).spread.get(m) for t in self.measured]
+            vals = [sp.rel for sp in spreads if sp is not None and sp.n > 1]
+            out.append(float(np.median(vals)) if vals else 0.0)
+        return np.array(out[:2])
+
+    def feasibility(self, running: np.ndarray):
+        """P(started) x P(every SLO met) as a function of candidates: one process of
+        +1/-1 (started or not) over every told trial, one per SLO constraint over the
+        started ones (its value, limit subtracted, on a signed log scale), so a study whose
+        trials all miss an SLO still learns which way it gets met."""
+        models = []
+        X = np.array([self.enc.encode(origin(t, self.space)) for t in self.told])
+        y = np.array([1.0 if started(t) else -1.0 for t in self.told])
+        models.append(_probability(X, y, running, 0.01))
+        keys = sorted({k for t in self.measured for k in (t.constraints or {}) if k != STARTS})
+        for key in keys:
+            rows = [t for t in self.measured if key in (t.constraints or {})]
+            c = np.array([float(t.constraints[key]) for t in rows])
+            scale = float(np.median(np.abs(c))) or 1.0
+            Xc = np.array([self.enc.encode(origin(t, self.space)) for t in rows])
+            models.append(_probability(Xc, -np.sign(c) * np.log1p(np.abs(c) / scale),
+                                       running, 1e-4))
+
+        def prob(cands: np.ndarray) -> np.ndarray:
+            return np.prod([m(cands) for m in models], axis=0)
+        return prob
+
+    def candidates(self, X: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """Random points and moves around the measured front, snapped, not asked yet."""
+        dim = X.shape[1]
+        cat = self.enc.categorical()
+        out = [rng.random((self.s.candidates, dim))]
+        ys = np.array([t.values for t in self.measured])
+        mins = np.where(self.maximise, -ys, ys)
+        onfront = [i for i in range(len(mins))
+                   if not any((mins[j] <= mins[i]).all() and (mins[j] < mins[i]).any()
+                              for j in range(len(mins)))]
+        for i in onfront:
+            base = np.repeat(X[i][None], self.s.around, 0)
+            move = rng.random(base.shape) < 0.4
+            step = rng.normal(0.0, 0.1, base.shape)
+            flip = rng.random(base.shape) < 0.1
+            moved = np.where(cat, np.where(flip, rng.random(base.shape), base),
+                             np.where(move, base + step, base))
+            out.append(np.clip(moved, 0.0, 1.0))
+        cands = np.array([self.enc.snap(x) for x in np.vstack(out)])
+        if self.s.repair is not None:  # where the rules will run them
+            fixed = [self.s.repair(self.enc.decode(x)) for x in cands]
+            cands = np.array([self.enc.encode(f) for f in fixed if f is not None]).reshape(
+                -1, dim)
+        cands = np.unique(cands, axis=0)
+        return cands[self.fresh(cands)]
