@@ -12,6 +12,7 @@ from tuner.durations import parse_duration
 from tuner.errors import TunerError
 from tuner.service import launch, read_status, render_status, stop
 from tuner.study import mask, resolve_url
+from tuner.study.storage import storage_env
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +46,7 @@ def register(subparsers) -> None:
 
 def _launch(args: argparse.Namespace) -> int:
     url = resolve_url(args.storage)
-    launched = launch(args.study, url, args.gpus)
+    launched = launch(args.study, url, args.gpus, storage_env(args.storage, url))
     for w in launched:
         print(f"worker on GPU {','.join(map(str, w.gpus))}: pid {w.pid}, log {w.log}")
     log.info(f"study {args.study} ({mask(url)}): {len(launched)} worker(s) running; "

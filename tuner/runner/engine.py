@@ -8,6 +8,7 @@ flags, so one code path runs them. Pure: nothing here starts a process.
 from __future__ import annotations
 
 import os
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +25,27 @@ VLLM_MODULE = "vllm.entrypoints.openai.api_server"
 # (4.7 s against 23.6 s on the H200, docs/starts.md).
 CACHE_VARS = {"VLLM_CACHE_ROOT": "vllm", "TORCHINDUCTOR_CACHE_DIR": "inductor",
               "TRITON_CACHE_DIR": "triton"}
+
+# What an engine process inherits from the worker: what a shell, Python, CUDA, NCCL,
+# PyTorch, Triton, the BLAS libraries, Hugging Face's cache and vLLM itself read. Nothing
+# else: the storage URL (TUNER_STORAGE*), cloud and database credentials stay with the
+# worker. A name that looks like a credential is dropped even under an allowed prefix.
+INHERITED = frozenset({"PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TZ",
+                       "TMPDIR", "TERM", "VIRTUAL_ENV", "CONDA_PREFIX", "CUDA_HOME"})
+INHERITED_PREFIXES = ("LC_", "XDG_", "PYTHON", "LD_", "VLLM_", "CUDA_", "NVIDIA_", "NCCL_",
+                      "TORCH", "PYTORCH_", "TRITON_", "OMP_", "MKL_", "KMP_", "OPENBLAS_",
+                      "HF_", "TRANSFORMERS_", "TOKENIZERS_")
+CREDENTIAL = re.compile(r"PASSW|(^|_)(TOKENS?|SECRETS?|PASS|PW|CREDENTIALS?|KEYS?|"
+                        r"APIKEY|AUTH|COOKIE)(_|$)", re.I)
+
+
+def engine_environment(worker_env: Mapping[str, str], launch: "Launch") -> dict[str, str]:
+    """The whole environment of an engine process: the allowed part of the worker's, then
+    the trial's own (the study's engine.env and CUDA_VISIBLE_DEVICES)."""
+    kept = {k: v for k, v in worker_env.items()
+            if (k in INHERITED or k.startswith(INHERITED_PREFIXES))
+            and not CREDENTIAL.search(k) and not k.startswith("TUNER_")}
+    return {**kept, **launch.env}
 
 
 @dataclass(frozen=True)

@@ -161,7 +161,7 @@ def measure(spec: StudySpec, flags: Mapping[str, Any], launch_flags: Mapping[str
             if slot.crosscheck and told.outcome == record.MEASURED:
                 phase("crosscheck")
                 t0 = time.monotonic()
-                env = {**os.environ, **launch.env}
+                env = engine.engine_environment(os.environ, launch)
                 vllm = crosscheck.run(spec, server.url, engine.served_name(spec), env)
                 phases["crosscheck"] = time.monotonic() - t0
                 told = dataclasses.replace(told, vllm_bench=vllm)

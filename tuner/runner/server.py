@@ -16,7 +16,7 @@ from pathlib import Path
 
 from tuner.errors import EngineExitedError, EngineTimeoutError
 from tuner.runner import logparse, proctree
-from tuner.runner.engine import Launch
+from tuner.runner.engine import Launch, engine_environment
 
 
 PR_SET_PDEATHSIG = 1
@@ -51,7 +51,7 @@ class Server:
             log.flush()
             self.proc = subprocess.Popen(
                 list(self.launch.argv), stdin=subprocess.DEVNULL, stdout=log,
-                stderr=subprocess.STDOUT, env={**os.environ, **self.launch.env},
+                stderr=subprocess.STDOUT, env=engine_environment(os.environ, self.launch),
                 start_new_session=True, preexec_fn=_terminate_with_parent)
         self.pgid = self.proc.pid
 

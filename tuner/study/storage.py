@@ -70,6 +70,17 @@ def resolve_url(arg: str | None = None) -> str:
     return value
 
 
+def storage_env(arg: str | None, url: str) -> dict[str, str]:
+    """How a child `tuner worker` finds the same storage: the URL file where the URL came
+    from one (so the password stays out of the child's environment), else the URL."""
+    path = arg[1:] if arg and arg.startswith("@") else None
+    if not arg and not os.environ.get("TUNER_STORAGE"):
+        path = os.environ.get("TUNER_STORAGE_FILE")
+    if path:
+        return {"TUNER_STORAGE_FILE": str(Path(path).resolve())}
+    return {"TUNER_STORAGE": url}
+
+
 def _reason(e: Exception) -> str:
     text = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
     return text.replace("invalid literal for int() with base 10", "port is not a number")
