@@ -10,6 +10,7 @@ from tuner.durations import parse_duration
 from tuner.errors import UsageError
 from tuner.runner import Worker
 from tuner.runner.gpu import parse_gpus
+from tuner.runner.gpulock import GpuLocks
 from tuner.study import mask, resolve_url
 
 log = logging.getLogger(__name__)
@@ -32,8 +33,10 @@ def run_worker(study: str, url: str, gpus: tuple[int, ...], n_trials: int | None
     if len(gpus) < spec.model.tensor_parallel_size:
         raise UsageError(f"study {study} needs {spec.model.tensor_parallel_size} GPUs per "
                          f"server (tensor parallel) but --gpus gives {len(gpus)}")
-    log.info("worker %s on study %s (%s), engine %s", gpus, study, mask(url), spec.engine.kind)
-    summary = worker.run()
+    with GpuLocks(gpus, study):  # held until the worker ends, whatever ends it
+        log.info("worker %s on study %s (%s), engine %s", gpus, study, mask(url),
+                 spec.engine.kind)
+        summary = worker.run()
     told = ", ".join(f"{v} {k}" for k, v in sorted(summary.told.items())) or "no trials"
     log.info("worker done: %s; %s", told, summary.reason)
     return 130 if summary.reason == "interrupted" else 0

@@ -19,7 +19,18 @@ def parse_gpus(text: str) -> tuple[int, ...]:
         raise UsageError(f"--gpus takes GPU ids like 0 or 0,1, not {text!r}") from None
     if not gpus or len(set(gpus)) != len(gpus):
         raise UsageError(f"--gpus takes distinct GPU ids like 0 or 0,1, not {text!r}")
+    check_ids(gpus, indices())
     return gpus
+
+
+def check_ids(gpus: Sequence[int], known: Sequence[int] | None) -> None:
+    """GPU ids must be ones nvidia-smi lists (``known``) or, without it, 0..63."""
+    allowed = list(known) if known is not None else list(range(64))
+    bad = [g for g in gpus if g not in allowed]
+    if bad:
+        where = (f"this host's GPUs are {','.join(map(str, allowed)) or 'none'} (nvidia-smi)"
+                 if known is not None else "GPU ids are 0..63")
+        raise UsageError(f"--gpus {','.join(map(str, bad))}: no such GPU; {where}")
 
 
 # nvidia-smi answers in well under a second; one that hangs (a wedged driver) must not
@@ -40,6 +51,12 @@ def smi(*args: str) -> list[str] | None:
     if out.returncode != 0:
         return None
     return [line.strip() for line in out.stdout.splitlines() if line.strip()]
+
+
+def indices() -> list[int] | None:
+    """The ids of the GPUs nvidia-smi lists; None where there is no nvidia-smi."""
+    lines = smi("--query-gpu=index", "--format=csv,noheader")
+    return None if lines is None else [int(x) for x in lines if x.isdigit()]
 
 
 def available() -> bool:

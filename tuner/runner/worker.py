@@ -70,7 +70,14 @@ def best_line(opened: OpenStudy) -> str:
     return f"best {obj.metric} {best:,.1f}" if best is not None else "best: -"
 
 
+_signalled: list[int] = []
+
+
 def _sigterm_as_interrupt(signum, frame):
+    # Noted as well as raised: a KeyboardInterrupt raised while the interpreter runs a
+    # finaliser or a weakref callback is printed and dropped ("Exception ignored in"), and
+    # the worker then went on starting trials; the loop checks the note before each one.
+    _signalled.append(signum)
     raise KeyboardInterrupt
 
 
@@ -154,7 +161,9 @@ class Worker:
         return None
 
     def run(self) -> Summary:
-        previous = signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
+        _signalled.clear()
+        previous = {sig: signal.signal(sig, _sigterm_as_interrupt)
+                    for sig in (signal.SIGTERM, signal.SIGINT)}
         warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
         warnings.filterwarnings("ignore", message=".*Heartbeat.*")
         self.registration = _Registration(self.study, self.gpus, HEARTBEAT_S)
@@ -163,6 +172,8 @@ class Worker:
         started, dup_run, state = time.monotonic(), 0, "exited"
         try:
             while True:
+                if _signalled:
+                    raise KeyboardInterrupt  # one that an earlier raise lost
                 reason = self._db(lambda: self._done(started, dup_run))
                 if reason:
                     self.summary.reason = reason
@@ -174,7 +185,8 @@ class Worker:
             self.summary.reason, state = "interrupted", "interrupted"
         finally:
             self.registration.close(state)
-            signal.signal(signal.SIGTERM, previous)
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
         return self.summary
 
     def _db(self, call):

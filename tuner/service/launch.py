@@ -2,8 +2,8 @@
 
 Each worker runs in its own session (it survives the terminal and logout), reads nothing
 from stdin, and writes to its own log in ``study_dir(name)/workers/``. The storage URL
-reaches it through the environment (``TUNER_STORAGE``), never its command line, so a
-password does not show in ``ps``. GPUs that run another process, or a live worker of the
+reaches it through the environment (``TUNER_STORAGE``, or ``TUNER_STORAGE_FILE`` when the
+URL came from a file), never its command line, so a password does not show in ``ps``. GPUs that run another process, or a live worker of the
 study, are refused with the reason. Launching clears a stop flag left by `tuner stop` and
 records the launch time (a ``search.deadline`` given as a duration counts from it).
 """
@@ -21,6 +21,7 @@ from pathlib import Path
 
 from tuner.errors import LaunchError, UsageError
 from tuner.runner import gpu, proctree, study_dir
+from tuner.runner.gpulock import GpuLocks
 from tuner.runner.registry import STOP
 from tuner.runner.stopping import LAUNCHED_AT
 from tuner.service.workers import views
@@ -46,14 +47,14 @@ def groups(gpus: Sequence[int], per_server: int) -> list[tuple[int, ...]]:
 
 def visible_gpus() -> list[int]:
     """Every GPU nvidia-smi lists; LaunchError where there is no nvidia-smi."""
-    lines = gpu.smi("--query-gpu=index", "--format=csv,noheader")
-    if lines is None:
+    ids = gpu.indices()
+    if ids is None:
         raise LaunchError("--gpus all needs nvidia-smi, which is not available here; "
                           "give GPU ids, e.g. --gpus 0,1")
-    return [int(x) for x in lines if x.isdigit()]
+    return ids
 
 
-def choose_gpus(text: str, opened: OpenStudy) -> list[int]:
+def choose_gpus(text: str, opened: OpenStudy | None) -> list[int]:
     if text != "all":
         return list(gpu.parse_gpus(text))
     if opened.spec.engine.kind == "sim" and not shutil.which("nvidia-smi"):
@@ -86,7 +87,9 @@ def check_free(opened: OpenStudy, gpus: Sequence[int]) -> None:
         raise LaunchError("GPUs in use by other processes: " + "; ".join(busy))
 
 
-def _spawn(name: str, url: str, group: tuple[int, ...], logs: Path) -> Launched:
+def _spawn(name: str, storage: dict[str, str], locks: GpuLocks, logs: Path) -> Launched:
+    group = locks.gpus
+    lock_env, lock_fds = locks.handover()
     ids = ",".join(map(str, group))
     log = logs / f"gpu{ids.replace(',', '-')}.log"
     with open(log, "ab") as out:
@@ -96,8 +99,9 @@ def _spawn(name: str, url: str, group: tuple[int, ...], logs: Path) -> Launched:
         proc = subprocess.Popen(
             [sys.executable, "-m", "tuner", "worker", name, "--gpus", ids],
             stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-            env={**os.environ, "TUNER_STORAGE": url, "PYTHONUNBUFFERED": "1"},
-            start_new_session=True, close_fds=True)
+            env={**{k: v for k, v in os.environ.items() if not k.startswith("TUNER_STORAGE")},
+                 **storage, **lock_env, "PYTHONUNBUFFERED": "1"},
+            start_new_session=True, close_fds=True, pass_fds=lock_fds)
     proc.returncode = 0  # detached on purpose: never waited for (no warning at exit)
     return Launched(group, proc.pid, log)
 
@@ -126,17 +130,33 @@ def wait_registered(opened: OpenStudy, launched: Sequence[Launched],
                           f"{timeout_s:.0f} s; see {pending[0].log}")
 
 
-def launch(name: str, url: str, gpus_text: str) -> list[Launched]:
-    """Start the study's workers; returns them once each has registered."""
+def launch(name: str, url: str, gpus_text: str,
+           storage: dict[str, str] | None = None) -> list[Launched]:
+    """Start the study's workers; returns them once each has registered. ``storage`` is
+    how they find the storage (``storage_env``; default: the URL itself)."""
+    if gpus_text != "all":
+        choose_gpus(gpus_text, None)  # bad GPU ids before anything is read
     opened = open_study(name, url)
     gpus = choose_gpus(gpus_text, opened)
     plan = groups(gpus, opened.spec.model.tensor_parallel_size)
     check_free(opened, gpus)
+    locks: list[GpuLocks] = []
+    try:  # every GPU locked before any worker starts; each worker then holds its own
+        for g in plan:
+            locks.append(GpuLocks(g, name).acquire())
+        return _start(opened, url, locks, storage)
+    finally:
+        for held in locks:
+            held.release()  # this process's descriptors: the workers keep theirs
+
+
+def _start(opened: OpenStudy, url: str, locks: list[GpuLocks], storage: dict[str, str] | None) -> list[Launched]:
+    name = opened.spec.name
     study = opened.study
     study.set_user_attr(STOP, None)
     study.set_user_attr(LAUNCHED_AT, time.time())
     logs = study_dir(name) / "workers"
     logs.mkdir(parents=True, exist_ok=True)
-    launched = [_spawn(name, url, g, logs) for g in plan]
+    launched = [_spawn(name, storage or {"TUNER_STORAGE": url}, held, logs) for held in locks]
     wait_registered(opened, launched)
     return launched
