@@ -9,6 +9,7 @@ which keeps passwords off command lines. A password is never printed: use ``mask
 from __future__ import annotations
 
 import re
+import time
 import warnings
 from pathlib import Path
 
@@ -24,6 +25,7 @@ from tuner.settings import settings
 # trial is closed within two intervals.
 HEARTBEAT_S = settings().heartbeat_s
 GRACE_S = HEARTBEAT_S + max(1, HEARTBEAT_S // 2)
+SCHEMA_RACE_TRIES = 5
 
 
 def default_url() -> str:
@@ -127,9 +129,18 @@ def open_storage(url: str, heartbeat: bool = False,
         kwargs = {"heartbeat_interval": HEARTBEAT_S, "grace_period": GRACE_S,
                   "heartbeat_stale_trial_callback":
                       optuna.storages.RetryHeartbeatStaleTrialCallback(max_retry=1)}
-    try:
-        return optuna.storages.RDBStorage(url, engine_kwargs=_engine_kwargs(url),
-                                          skip_compatibility_check=False, **kwargs)
-    except (sqlalchemy.exc.SQLAlchemyError, ImportError) as e:
-        reason = str(getattr(e, "orig", None) or e).strip().splitlines()[0]
-        raise StorageError(f"cannot open storage {mask(url)}: {reason}") from e
+    for attempt in range(SCHEMA_RACE_TRIES):
+        try:
+            return optuna.storages.RDBStorage(url, engine_kwargs=_engine_kwargs(url),
+                                              skip_compatibility_check=False, **kwargs)
+        except (sqlalchemy.exc.SQLAlchemyError, ImportError) as e:
+            reason = str(getattr(e, "orig", None) or e).strip().splitlines()[0]
+            # Processes opening a new, empty database at once each create Optuna's tables;
+            # the losers see "duplicate key" or "already exists": the tables are there now.
+            racing = isinstance(e, (sqlalchemy.exc.IntegrityError,
+                                    sqlalchemy.exc.ProgrammingError)) and (
+                "duplicate" in reason or "already exists" in reason)
+            if not racing or attempt == SCHEMA_RACE_TRIES - 1:
+                raise StorageError(f"cannot open storage {mask(url)}: {reason}") from e
+            time.sleep(0.2 * (attempt + 1))
+    raise AssertionError("unreachable")

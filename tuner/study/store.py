@@ -8,6 +8,9 @@ run the study from its name alone.
 from __future__ import annotations
 
 import json
+import os
+import socket
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,6 +34,8 @@ SPEC, SPACE, RULES, OBJECTIVES, VERSION, ENGINE = (
     "tuner.spec", "tuner.space", "tuner.rules", "tuner.objectives", "tuner.version",
     "tuner.engine")
 ASK = object()  # create_study's default: ask the study's engine on this host
+CREATING, READY = "tuner.creating", "tuner.ready"
+READY_WAIT_S = 30.0  # how long a second `study create` waits for the first to finish
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
@@ -104,10 +109,7 @@ def create_study(spec: StudySpec, storage_url: str,
     storage = open_storage(storage_url)
     identity = json.loads(json.dumps(_identity(spec, space), default=str))
     directions = [o.direction for o in spec.objectives]
-    try:
-        study = optuna.load_study(study_name=spec.name, storage=storage)
-    except KeyError:
-        study = None
+    study = _ready_study(spec.name, storage)
     if study is not None:
         stored = {k: study.user_attrs.get(k) for k in identity}
         if stored != identity:
@@ -115,12 +117,16 @@ def create_study(spec: StudySpec, storage_url: str,
             raise StudyConflictError(
                 f"study {spec.name} already exists in {mask(storage_url)} with another "
                 f"{' and '.join(changed)}; give the study a new name")
-        return OpenStudy(study, spec_from_json(study.user_attrs[SPEC]), space, note), False
+        return OpenStudy(study, spec_from_json(study.user_attrs[SPEC], spec.name), space,
+                         note), False
     try:
         study = optuna.create_study(study_name=spec.name, storage=storage,
                                     directions=directions, load_if_exists=False)
     except optuna.exceptions.DuplicatedStudyError:
         return create_study(spec, storage_url, installed)  # another process won
+    # Create, then mark ready: another `study create` of the same name waits for READY
+    # (it would otherwise read a half-written study), and nothing else runs it before then.
+    study.set_user_attr(CREATING, f"{socket.gethostname()}-{os.getpid()}")
     for key, value in identity.items():
         study.set_user_attr(key, value)
     study.set_user_attr(SPEC, spec.model_dump(mode="json"))
@@ -132,7 +138,31 @@ def create_study(spec: StudySpec, storage_url: str,
             params = {p.name: b.flags[p.name] for p in space.params}
             asked = TrialRecord(baseline=b.name, launch=dict(b.launch), flags=dict(b.flags))
             study.enqueue_trial(params, user_attrs=asked.to_user_attrs())
+    study.set_user_attr(READY, True)
     return OpenStudy(study, spec, space, note), True
+
+
+def is_ready(attrs: dict[str, Any]) -> bool:
+    """The study's creation finished (studies from before READY existed: their spec)."""
+    return bool(attrs.get(READY)) or (SPEC in attrs and CREATING not in attrs)
+
+
+def _ready_study(name: str, storage, wait_s: float = READY_WAIT_S) -> optuna.Study | None:
+    """The stored study once its creator has marked it ready; None if there is none.
+    ``UsageError`` if it stays half-created (its creator died) for ``wait_s``."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            study = optuna.load_study(study_name=name, storage=storage)
+        except KeyError:
+            return None
+        if is_ready(study.user_attrs):
+            return study
+        if time.monotonic() > deadline:
+            raise UsageError(f"study {name} is half-created (its creator "
+                             f"{study.user_attrs.get(CREATING, '?')} stopped before it was "
+                             "ready); delete it or give the study a new name")
+        time.sleep(0.2)
 
 
 def open_study(name: str, storage_url: str, heartbeat: bool = False) -> OpenStudy:
@@ -156,8 +186,6 @@ def open_study(name: str, storage_url: str, heartbeat: bool = False) -> OpenStud
         raise StorageError(f"cannot read study {name!r}: {e}") from e
     if SPEC not in study.user_attrs:
         raise UsageError(f"study {name!r} was not created by tuner (no stored definition)")
-    spec = spec_from_json(study.user_attrs[SPEC])
-    return OpenStudy(study, spec, _space_or_usage_error(spec, stored_engine(study)))
 
 
 @dataclass(frozen=True)
