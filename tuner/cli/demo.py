@@ -10,6 +10,7 @@ import optuna
 
 from tuner.cli.study import add_storage_flag
 from tuner.cli.worker import run_worker
+from tuner.runner.trust import EngineTrust
 from tuner.study import create_study, load_study_file, mask, resolve_url
 from tuner.study.storage import open_storage
 
@@ -36,7 +37,10 @@ def _demo(args: argparse.Namespace) -> int:
     create_study(spec, url)
     log.info("demo: study %s in %s, %d trials on engine %s", spec.name, mask(url),
              spec.search.n_trials, spec.engine.kind)
-    code = run_worker(spec.name, url, tuple(spec.hardware.gpus), None, None)
+    code = run_worker(spec.name, url, tuple(spec.hardware.gpus), None, None,
+                      # The study comes from the local file just read, not from someone
+                      # else's database.
+                      EngineTrust(allowed=(), trust_stored=True))
     if code:
         return code
     return _show(spec.name, url)

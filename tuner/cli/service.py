@@ -8,10 +8,12 @@ import sys
 import time
 
 from tuner.cli.study import add_storage_flag
+from tuner.cli.worker import add_trust_flags
 from tuner.durations import parse_duration
 from tuner.errors import TunerError
 from tuner.service import launch, read_status, render_status, stop
 from tuner.study import mask, resolve_url
+from tuner.runner.trust import EngineTrust
 from tuner.study.storage import storage_env
 
 log = logging.getLogger(__name__)
@@ -26,6 +28,7 @@ def register(subparsers) -> None:
     add_storage_flag(p)
     p.add_argument("--gpus", required=True,
                    help="'all' (needs nvidia-smi) or GPU ids, e.g. 0,1,2,3")
+    add_trust_flags(p)
     p.set_defaults(func=_launch)
 
     s = subparsers.add_parser("status", help="workers, trials, best so far, time left")
@@ -46,7 +49,8 @@ def register(subparsers) -> None:
 
 def _launch(args: argparse.Namespace) -> int:
     url = resolve_url(args.storage)
-    launched = launch(args.study, url, args.gpus, storage_env(args.storage, url))
+    trust = EngineTrust.from_settings(args.engine_python, args.trust_stored_engine)
+    launched = launch(args.study, url, args.gpus, storage_env(args.storage, url), trust)
     for w in launched:
         print(f"worker on GPU {','.join(map(str, w.gpus))}: pid {w.pid}, log {w.log}")
     log.info(f"study {args.study} ({mask(url)}): {len(launched)} worker(s) running; "

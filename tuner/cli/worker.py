@@ -11,6 +11,7 @@ from tuner.errors import UsageError
 from tuner.runner import Worker
 from tuner.runner.gpu import parse_gpus
 from tuner.runner.gpulock import GpuLocks
+from tuner.runner.trust import EngineTrust
 from tuner.study import mask, resolve_url
 
 log = logging.getLogger(__name__)
@@ -23,12 +24,22 @@ def register(subparsers) -> None:
     p.add_argument("--gpus", default="0", help="GPU ids this worker owns, e.g. 0 or 0,1")
     p.add_argument("--n-trials", type=int, help="stop after this many trials of this worker")
     p.add_argument("--timeout", help="stop starting trials after this long, e.g. 2h")
+    add_trust_flags(p)
     p.set_defaults(func=_run)
 
 
+def add_trust_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--engine-python", metavar="PATH",
+                   help="the Python that runs vLLM here (allowed as engine.python; default "
+                        "$TUNER_ENGINE_PYTHON, else python3; more in $TUNER_ALLOWED_ENGINES)")
+    p.add_argument("--trust-stored-engine", action="store_true",
+                   help="run whatever program and environment the stored study names "
+                        "(only for a database that only trusted people can write)")
+
+
 def run_worker(study: str, url: str, gpus: tuple[int, ...], n_trials: int | None,
-               timeout_s: float | None) -> int:
-    worker = Worker(study, url, gpus, n_trials=n_trials, timeout_s=timeout_s)
+               timeout_s: float | None, trust: EngineTrust | None = None) -> int:
+    worker = Worker(study, url, gpus, n_trials=n_trials, timeout_s=timeout_s, trust=trust)
     spec = worker.opened.spec
     if len(gpus) < spec.model.tensor_parallel_size:
         raise UsageError(f"study {study} needs {spec.model.tensor_parallel_size} GPUs per "
@@ -46,5 +57,6 @@ def _run(args: argparse.Namespace) -> int:
     if args.n_trials is not None and args.n_trials < 1:
         raise UsageError("--n-trials must be at least 1")
     timeout = parse_duration(args.timeout) if args.timeout else None
+    trust = EngineTrust.from_settings(args.engine_python, args.trust_stored_engine)
     return run_worker(args.study, resolve_url(args.storage), parse_gpus(args.gpus),
-                      args.n_trials, timeout)
+                      args.n_trials, timeout, trust)

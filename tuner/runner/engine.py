@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from tuner.settings import Settings
 from tuner.space.argv import flags_argv
 from tuner.study.spec import StudySpec
 
@@ -31,7 +33,8 @@ CACHE_VARS = {"VLLM_CACHE_ROOT": "vllm", "TORCHINDUCTOR_CACHE_DIR": "inductor",
 # else: the storage URL (TUNER_STORAGE*), cloud and database credentials stay with the
 # worker. A name that looks like a credential is dropped even under an allowed prefix.
 INHERITED = frozenset({"PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TZ",
-                       "TMPDIR", "TERM", "VIRTUAL_ENV", "CONDA_PREFIX", "CUDA_HOME"})
+                       "TMPDIR", "TERM", "VIRTUAL_ENV", "CONDA_PREFIX", "CUDA_HOME",
+                       "DO_NOT_TRACK"})
 INHERITED_PREFIXES = ("LC_", "XDG_", "PYTHON", "LD_", "VLLM_", "CUDA_", "NVIDIA_", "NCCL_",
                       "TORCH", "PYTORCH_", "TRITON_", "OMP_", "MKL_", "KMP_", "OPENBLAS_",
                       "HF_", "TRANSFORMERS_", "TOKENIZERS_")
@@ -45,6 +48,9 @@ def engine_environment(worker_env: Mapping[str, str], launch: "Launch") -> dict[
     kept = {k: v for k, v in worker_env.items()
             if (k in INHERITED or k.startswith(INHERITED_PREFIXES))
             and not CREDENTIAL.search(k) and not k.startswith("TUNER_")}
+    # The worker's operator may pass more on by name (e.g. HF_TOKEN for gated downloads).
+    passed = Settings.from_env(worker_env).engine_pass_env
+    kept.update({k: worker_env[k] for k in passed if k in worker_env})
     return {**kept, **launch.env}
 
 
@@ -63,6 +69,12 @@ def program(spec: StudySpec) -> list[str]:
     if eng.command:
         return list(eng.command)
     return [eng.python, "-m", eng.module or VLLM_MODULE]
+
+
+def missing_program(spec: StudySpec) -> str | None:
+    """The engine's program when this host has no such executable, else None."""
+    first = program(spec)[0]
+    return None if shutil.which(first) else first
 
 
 def served_name(spec: StudySpec) -> str:

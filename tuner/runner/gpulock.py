@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tuner.errors import LaunchError
+from tuner.settings import settings
 
 INHERITED_FDS = "TUNER_GPU_LOCK_FDS"  # "gpu:fd,gpu:fd" from the launching process
 
@@ -29,8 +30,7 @@ class GpuBusyError(LaunchError):
 
 
 def lock_path(gpu: int) -> Path:
-    home = Path(os.environ.get("TUNER_HOME", ".tuner")).resolve()
-    return home / "gpus" / f"{gpu}.lock"
+    return settings().home / "gpus" / f"{gpu}.lock"
 
 
 def holder(gpu: int) -> str:

@@ -12,6 +12,7 @@ import time
 from typing import Any
 
 import optuna
+from optuna.trial import FrozenTrial
 
 from tuner import optuna_adapter
 
@@ -56,6 +57,18 @@ class Registration:
         its next periodic beat would otherwise leave the trial running for ever."""
         trial.set_user_attr("worker", self.id)
         self.trial_id = optuna_adapter.trial_id(trial)
+        self.set(trial=trial.number, phase="propose")
+        self.beat()
+
+    def claim(self, trial: FrozenTrial) -> None:
+        """Optuna has just made ``trial`` RUNNING for this worker, before the sampler
+        proposes its parameters: name the worker on it and beat for it at once, so that
+        it is failed as stale if the worker dies while the sampler runs."""
+        try:
+            optuna_adapter.set_trial_user_attr(self.study, trial, "worker", self.id)
+        except Exception:  # the storage may be down; the beat below retries its part
+            pass
+        self.trial_id = optuna_adapter.frozen_trial_id(trial)
         self.set(trial=trial.number, phase="propose")
         self.beat()
 

@@ -25,7 +25,8 @@ import optuna
 from tuner import optuna_adapter
 from tuner.errors import UsageError
 from tuner.runner import confirm as confirmation
-from tuner.runner import crosscheck
+from tuner.runner import asking, crosscheck, engine
+from tuner.runner.asking import Watched
 from tuner.runner.guard import Guard
 from tuner.runner.interrupts import deferred_interrupts
 from tuner.runner.measure import Slot, measure
@@ -33,6 +34,7 @@ from tuner.runner.progress import Progress
 from tuner.runner.proposal import Proposal, propose
 from tuner.runner.registry import STOP, Registration, stop_requested
 from tuner.runner.tell import tell
+from tuner.runner.trust import EngineTrust
 from tuner.search.sampler import make_sampler
 from tuner.space.installed import unusable_here
 from tuner.study import OpenStudy, open_study
@@ -103,10 +105,15 @@ class _Registration(Registration):
 class Worker:
     def __init__(self, study_name: str, storage_url: str, gpus: tuple[int, ...],
                  n_trials: int | None = None, timeout_s: float | None = None,
-                 progress: Progress | None = None) -> None:
+                 progress: Progress | None = None, trust: EngineTrust | None = None) -> None:
         self.opened = open_study(study_name, storage_url, heartbeat=True)
         self.storage_url = storage_url
         spec = self.opened.spec
+        (trust or EngineTrust.from_settings()).check(spec)  # the program is ours to choose
+        if missing := engine.missing_program(spec):
+            raise UsageError(f"study {study_name}: the engine program {missing} is not on "
+                             "this host; install it, or give the worker's own with "
+                             "--engine-python")
         self.registration: Registration | None = None
         # Each worker (and each restart of one) needs its own stream of random proposals:
         # the same seed would propose the same start-up configurations again (seen on the
@@ -115,8 +122,9 @@ class Worker:
             spec.search.seed + zlib.crc32(f"{socket.gethostname()}-{os.getpid()}-"
                                           f"{time.time_ns()}".encode())) % 2**31
         self.study = optuna.load_study(study_name=study_name, storage=optuna_adapter.storage_of(self.opened.study),
-                                       sampler=make_sampler(spec.search.sampler, seed,
-                                                            front=FrontSettings.for_study(spec)))
+                                       sampler=Watched(make_sampler(
+                                           spec.search.sampler, seed,
+                                           front=FrontSettings.for_study(spec)), self._claim))
         self.gpus, self.n_trials, self.timeout_s = gpus, n_trials, timeout_s
         self.slot = Slot(gpus, study_dir(study_name) / "logs", "", socket.gethostname(),
                          cache=cache_root())
@@ -124,6 +132,10 @@ class Worker:
         self._check_engine(gpus)
         self.summary = Summary()
         self.started_at = time.time()
+
+    def _claim(self, trial) -> None:
+        if self.registration is not None:
+            self.registration.claim(trial)
 
     def _check_engine(self, gpus: tuple[int, ...]) -> None:
         """Ask this host's engine (the GPU box may have another vLLM than the host that
@@ -194,8 +206,9 @@ class Worker:
         return retrying(call, url=self.storage_url, say=self.progress.say)
 
     def _one_trial(self) -> str:
-        trial = self._db(lambda: self.study.ask(self.opened.space.distributions()))
         reg = self.registration
+        trial = self._db(lambda: asking.ask(self.study, self.opened.space.distributions(),
+                                            TrialRecord(worker=reg.id, host=self.slot.host)))
         self._db(lambda: reg.running(trial))
         prop = self._db(lambda: propose(self.opened.space, trial))
         log.debug("trial %d: %s %s%s", trial.number, prop.baseline or "proposed",

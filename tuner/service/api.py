@@ -73,7 +73,10 @@ class Reader:
             attrs = study.user_attrs
             if SPEC not in attrs:
                 raise StudyMissing(f"study {name!r} was not created by tuner")
-            spec = spec_from_json(attrs[SPEC])
+            try:
+                spec = spec_from_json(attrs[SPEC], name)
+            except UsageError as e:  # a stored definition this version cannot read
+                raise StudyMissing(str(e)) from e
             self._specs[name] = (spec, build_space(spec, stored_engine(study)))
         spec, space = self._specs[name]
         return study, spec, space

@@ -22,6 +22,7 @@ from pathlib import Path
 from tuner.errors import LaunchError, UsageError
 from tuner.runner import gpu, proctree, study_dir
 from tuner.runner.gpulock import GpuLocks
+from tuner.runner.trust import EngineTrust
 from tuner.runner.registry import STOP
 from tuner.runner.stopping import LAUNCHED_AT
 from tuner.service.workers import views
@@ -87,7 +88,8 @@ def check_free(opened: OpenStudy, gpus: Sequence[int]) -> None:
         raise LaunchError("GPUs in use by other processes: " + "; ".join(busy))
 
 
-def _spawn(name: str, storage: dict[str, str], locks: GpuLocks, logs: Path) -> Launched:
+def _spawn(name: str, storage: dict[str, str], locks: GpuLocks, logs: Path,
+           trust: EngineTrust) -> Launched:
     group = locks.gpus
     lock_env, lock_fds = locks.handover()
     ids = ",".join(map(str, group))
@@ -97,7 +99,7 @@ def _spawn(name: str, storage: dict[str, str], locks: GpuLocks, logs: Path) -> L
                   f"study {name}, GPUs {ids}\n".encode())
         out.flush()
         proc = subprocess.Popen(
-            [sys.executable, "-m", "tuner", "worker", name, "--gpus", ids],
+            [sys.executable, "-m", "tuner", "worker", name, "--gpus", ids, *trust.argv()],
             stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
             env={**{k: v for k, v in os.environ.items() if not k.startswith("TUNER_STORAGE")},
                  **storage, **lock_env, "PYTHONUNBUFFERED": "1"},
@@ -130,13 +132,16 @@ def wait_registered(opened: OpenStudy, launched: Sequence[Launched],
                           f"{timeout_s:.0f} s; see {pending[0].log}")
 
 
-def launch(name: str, url: str, gpus_text: str,
-           storage: dict[str, str] | None = None) -> list[Launched]:
+def launch(name: str, url: str, gpus_text: str, storage: dict[str, str] | None = None,
+           trust: EngineTrust | None = None) -> list[Launched]:
     """Start the study's workers; returns them once each has registered. ``storage`` is
-    how they find the storage (``storage_env``; default: the URL itself)."""
+    how they find the storage (``storage_env``; default: the URL itself); ``trust`` is
+    what they may run (checked here first, then passed on to each worker)."""
+    trust = trust or EngineTrust.from_settings()
     if gpus_text != "all":
         choose_gpus(gpus_text, None)  # bad GPU ids before anything is read
     opened = open_study(name, url)
+    trust.check(opened.spec)
     gpus = choose_gpus(gpus_text, opened)
     plan = groups(gpus, opened.spec.model.tensor_parallel_size)
     check_free(opened, gpus)
@@ -144,19 +149,20 @@ def launch(name: str, url: str, gpus_text: str,
     try:  # every GPU locked before any worker starts; each worker then holds its own
         for g in plan:
             locks.append(GpuLocks(g, name).acquire())
-        return _start(opened, url, locks, storage)
+        return _start(opened, url, locks, trust, storage)
     finally:
         for held in locks:
             held.release()  # this process's descriptors: the workers keep theirs
 
 
-def _start(opened: OpenStudy, url: str, locks: list[GpuLocks], storage: dict[str, str] | None) -> list[Launched]:
+def _start(opened: OpenStudy, url: str, locks: list[GpuLocks], trust: EngineTrust, storage: dict[str, str] | None) -> list[Launched]:
     name = opened.spec.name
     study = opened.study
     study.set_user_attr(STOP, None)
     study.set_user_attr(LAUNCHED_AT, time.time())
     logs = study_dir(name) / "workers"
     logs.mkdir(parents=True, exist_ok=True)
-    launched = [_spawn(name, storage or {"TUNER_STORAGE": url}, held, logs) for held in locks]
+    launched = [_spawn(name, storage or {"TUNER_STORAGE": url}, held, logs, trust)
+                for held in locks]
     wait_registered(opened, launched)
     return launched

@@ -126,6 +126,16 @@ def _check_space(spec: StudySpec, path: Path) -> None:
         raise StudyFileError(f"{path}: {e.args[0]}") from e
 
 
-def spec_from_json(data: dict[str, Any]) -> StudySpec:
-    """A spec as stored on a study (already resolved); no file involved."""
-    return StudySpec.model_validate(data)
+def spec_from_json(data: dict[str, Any], name: str | None = None) -> StudySpec:
+    """A spec as stored on a study (already resolved); no file involved. The storage is
+    input too: an invalid stored definition, or one whose name is not the study's, is a
+    ``StudyFileError`` naming the study and the key."""
+    where = Path(f"stored study {name or '?'}")
+    try:
+        spec = StudySpec.model_validate(data)
+    except ValidationError as e:
+        raise StudyFileError(_explain(where, e)) from e
+    if name is not None and spec.name != name:
+        raise StudyFileError(f"{where}: key 'name': the stored definition names study "
+                             f"{spec.name!r}; recreate the study with `tuner study create`")
+    return spec

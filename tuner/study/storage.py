@@ -17,6 +17,7 @@ import optuna
 import sqlalchemy.exc
 from sqlalchemy.engine import make_url
 
+from tuner.study.spec import is_study_name
 from tuner.errors import StorageError, StudyNotFoundError, UsageError
 from tuner.settings import settings
 
@@ -39,6 +40,8 @@ def cache_root() -> Path:
 
 def study_dir(name: str) -> Path:
     """The study's folder on this host (logs, the engine's cached answers, caches)."""
+    if not is_study_name(name):  # a folder name: never a path out of TUNER_HOME
+        raise UsageError(f"not a study name: {name!r}")
     return settings().home / "studies" / name
 
 
@@ -76,8 +79,8 @@ def storage_env(arg: str | None, url: str) -> dict[str, str]:
     """How a child `tuner worker` finds the same storage: the URL file where the URL came
     from one (so the password stays out of the child's environment), else the URL."""
     path = arg[1:] if arg and arg.startswith("@") else None
-    if not arg and not os.environ.get("TUNER_STORAGE"):
-        path = os.environ.get("TUNER_STORAGE_FILE")
+    if not arg and not settings().storage:
+        path = settings().storage_file
     if path:
         return {"TUNER_STORAGE_FILE": str(Path(path).resolve())}
     return {"TUNER_STORAGE": url}
