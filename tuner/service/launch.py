@@ -3,8 +3,9 @@
 Each worker runs in its own session (it survives the terminal and logout), reads nothing
 from stdin, and writes to its own log in ``study_dir(name)/workers/``. The storage URL
 reaches it through the environment (``TUNER_STORAGE``, or ``TUNER_STORAGE_FILE`` when the
-URL came from a file), never its command line, so a password does not show in ``ps``. GPUs that run another process, or a live worker of the
-study, are refused with the reason. Launching clears a stop flag left by `tuner stop` and
+URL came from a file), never its command line, so a password does not show in ``ps``. Each
+GPU is locked (``runner/gpulock.py``) before any worker starts. GPUs that run another
+process, or a live worker of the study, are refused with the reason. Launching clears a stop flag left by `tuner stop` and
 records the launch time (a ``search.deadline`` given as a duration counts from it).
 """
 
@@ -155,7 +156,8 @@ def launch(name: str, url: str, gpus_text: str, storage: dict[str, str] | None =
             held.release()  # this process's descriptors: the workers keep theirs
 
 
-def _start(opened: OpenStudy, url: str, locks: list[GpuLocks], trust: EngineTrust, storage: dict[str, str] | None) -> list[Launched]:
+def _start(opened: OpenStudy, url: str, locks: list[GpuLocks], trust: EngineTrust,
+           storage: dict[str, str] | None) -> list[Launched]:
     name = opened.spec.name
     study = opened.study
     study.set_user_attr(STOP, None)

@@ -75,8 +75,9 @@ class Param:
             return f"{value!r} is not {'an integer' if integral else 'a number'}"
         lo, hi = self.bounds or (-math.inf, math.inf)
         if not lo <= value <= hi:  # also refuses nan
-            return (f"{value!r} is outside {lo:g}..{hi:g}, the values vLLM accepts; "
-                    f"give {'an integer' if integral else 'a number'} from {lo:g} to {hi:g}")
+            low, high = _number(lo), _number(hi)
+            return (f"{value!r} is outside {low}..{high}, the values vLLM accepts; "
+                    f"give {'an integer' if integral else 'a number'} from {low} to {high}")
         return None
 
     def argv(self, value: Any) -> list[str]:
@@ -127,6 +128,10 @@ V1_SCHEDULER: tuple[Param, ...] = (
           help="graph sizes and kernels for latency or throughput",
           why="picks CUDA-graph sizes, batching and kernels for small or large batches"),
 )
+
+def _number(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else f"{x:g}"
+
 
 # The catalogue: every flag the search may tune, with the widest sensible range.
 # A study narrows ranges or fixes values; the workload narrows max_model_len.

@@ -186,6 +186,10 @@ def open_study(name: str, storage_url: str, heartbeat: bool = False) -> OpenStud
         raise StorageError(f"cannot read study {name!r}: {e}") from e
     if SPEC not in study.user_attrs:
         raise UsageError(f"study {name!r} was not created by tuner (no stored definition)")
+    if not is_ready(study.user_attrs):
+        raise UsageError(f"study {name!r} is still being created; try again in a moment")
+    spec = spec_from_json(study.user_attrs[SPEC], name)
+    return OpenStudy(study, spec, _space_or_usage_error(spec, stored_engine(study)))
 
 
 @dataclass(frozen=True)
