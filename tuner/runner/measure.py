@@ -28,7 +28,7 @@ from tuner.runner.interrupts import deferred_interrupts
 from tuner.runner.ports import free_port
 from tuner.runner.server import Server
 from tuner.study.spec import StudySpec
-from tuner.trials import record
+from tuner.trials import queries, record
 from tuner.trials.record import TrialRecord
 
 Phase = Callable[[str], None]
@@ -48,8 +48,10 @@ class Slot:
     cache: Path | None = None  # the box's compile caches (engine.cache_env)
 
 
-# Benchmark runs repeated on the same server when the client was the bottleneck.
+# Benchmark runs repeated on the same server when the client was the bottleneck, each
+# after a pause: the load that starved the client (a neighbour's job) is often gone by then.
 INVALID_RETRIES = 2
+INVALID_PAUSE_S = 1.0
 
 
 class ServerDied(EngineError):
@@ -208,6 +210,7 @@ def _benchmark(spec: StudySpec, server: Server, base: TrialRecord, phases: dict,
             # benchmark again rather than spend a trial.
             rejected.append(invalid)
             phase("benchmark again")
+            time.sleep(INVALID_PAUSE_S)
     except ServerDied as e:
         phases["benchmark"] = time.monotonic() - start
         kind = "hang" if "hung" in str(e) else "crash-during-benchmark"
@@ -230,7 +233,7 @@ def _benchmark(spec: StudySpec, server: Server, base: TrialRecord, phases: dict,
         return record.failed(_failure("benchmark-failed", f"no request completed: {reasons}",
                                       server), ran)
     if invalid is not None:  # never told: a p99 ITL of 0 would win the latency objective
-        return record.failed({"class": "invalid-measurement", "message": invalid}, ran)
+        return record.failed({"class": queries.INVALID_MEASUREMENT, "message": invalid}, ran)
     missing = [o.metric for o in spec.objectives if o.metric not in metrics]
     if missing:
         why = (": the steady window was too short for an interval (more requests, or "

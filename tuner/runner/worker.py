@@ -50,6 +50,9 @@ log = logging.getLogger(__name__)
 # A sampler that proposes only measured configurations this many times in a row has
 # converged (or is stuck): each costs no trial, so without a cap the worker would spin.
 MAX_DUPLICATES_IN_A_ROW = 25
+# Invalid measurements (the client, not the server, was measured) spend no budget; this
+# many in a row means the host is too loaded to measure at all, and the worker stops.
+MAX_INVALID_IN_A_ROW = 5
 
 
 @dataclass
@@ -131,6 +134,7 @@ class Worker:
         self.progress = progress or Progress(n_trials or spec.search.n_trials)
         self._check_engine(gpus)
         self.summary = Summary()
+        self.invalid_run = 0
         self.started_at = time.time()
 
     def _claim(self, trial) -> None:
@@ -163,6 +167,9 @@ class Worker:
             return f"the worker's time ({self.timeout_s:.0f} s) is up"
         if dup_run >= MAX_DUPLICATES_IN_A_ROW:
             return f"{dup_run} proposals in a row repeated measured configurations"
+        if self.invalid_run >= MAX_INVALID_IN_A_ROW:
+            return (f"{self.invalid_run} trials in a row measured the client, not the server "
+                    "(this host is too loaded; see workload.max_client_lag_ms)")
         if stop_requested(self.study):
             return "a stop was requested (tuner stop)"
         if spec.search.deadline or spec.search.patience:
@@ -239,6 +246,7 @@ class Worker:
         reg.trial_id = None
         reg.set(trial=None, phase="idle")
         outcome = told.outcome
+        self.invalid_run = self.invalid_run + 1 if queries.measured_the_client(told) else 0
         self.summary.add(outcome)
         self.progress.end(outcome, _short(told), self._db(lambda: best_line(self.opened)))
         if held.pending or told.interrupted:

@@ -38,11 +38,21 @@ def load_records(study: optuna.Study) -> tuple[TrialRecord, ...]:
     return tuple(sorted((from_frozen(t) for t in trials), key=lambda r: r.number))
 
 
+# A failed trial of this class measured the client, not the server (the runner ran it
+# again on the same server first): it says nothing of its flags and spends no budget.
+INVALID_MEASUREMENT = "invalid-measurement"
+
+
+def measured_the_client(r: TrialRecord) -> bool:
+    return r.state == FAIL and (r.failure or {}).get("class") == INVALID_MEASUREMENT
+
+
 def counted(records: Sequence[TrialRecord]) -> int:
-    """Trials that spend the study's budget: finished or running, not duplicates or stopped."""
+    """Trials that spend the study's budget: finished or running, not duplicates, stopped
+    trials or invalid measurements."""
     return sum(1 for r in records
                if r.state == RUNNING or (r.state == COMPLETE and r.outcome != DUPLICATE)
-               or (r.state == FAIL and r.outcome != STOPPED))
+               or (r.state == FAIL and r.outcome != STOPPED and not measured_the_client(r)))
 
 
 def best_value(records: Sequence[TrialRecord], direction: str) -> float | None:
