@@ -31,6 +31,8 @@ BAD = [
     ('[space.ranges.max_num_seqs]\nlow = nan\n', ["space.ranges.max_num_seqs.low", "nan"]),
     ('[space]\nfixed = { tensor_parallel_size = 0 }\n', ["space.fixed.tensor_parallel_size"]),
     ('[hardware]\ngpu = "h900"\n', ["hardware.gpu", "h900", "h200", "gpu_memory_gib"]),
+    ('[hardware]\ngpus = [0, -1]\n', ["hardware.gpus.1", "0"]),
+    ('[hardware]\ngpus = [99999999999999999999]\n', ["hardware.gpus.0"]),
 ]
 
 

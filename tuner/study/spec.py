@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (BaseModel, ConfigDict, Field, ValidationInfo, field_validator,
                       model_validator)
@@ -44,7 +44,9 @@ class HardwareSection(_Section):
     # gpu_memory_gib comes first: the check of gpu reads it.
     gpu_memory_gib: float | None = Field(None, gt=0, le=4096)
     gpu: str = "h200"
-    gpus: list[int] = Field(default_factory=lambda: [0])
+    # GPU ids as `tuner worker --gpus` takes them (0..63 without nvidia-smi to ask).
+    gpus: list[Annotated[int, Field(ge=0, le=63)]] = Field(default_factory=lambda: [0],
+                                                           min_length=1)
 
     @field_validator("gpu")
     @classmethod
