@@ -62,7 +62,8 @@ def _show(name: str, url: str) -> int:
 
 def _front_plot(name: str, url: str) -> str:
     """The front's trade-off in the terminal: p99 ITL across, output tokens/s up."""
-    from tuner.results import load_records, pareto_front
+    from tuner.trials.pareto import pareto_front
+    from tuner.trials.queries import load_records
     from tuner.results.textplot import front_plot
     from tuner.study import open_study
 
