@@ -56,6 +56,10 @@ GOALS = {"kv_cache_tokens": 0.02, "output_throughput": 0.20, "p99_itl_ms": 0.20}
 KNOWN_GAPS: dict[tuple[int, str], float] = {}  # none since the 0.92 default (memory-probe.md)
 METRICS = ("kv_cache_tokens", "output_throughput", "p99_itl_ms", "median_itl_ms",
            "median_ttft_ms", "p99_ttft_ms")
+# The section bench/sim_error.py adds to the report (heading, prose by hand, then its table
+# between markers): kept, after the title, when this script rewrites the report.
+ERROR_SECTION = "## The simulator as it stands, on every H200 configuration"
+ERROR_END = "<!-- sim-error: end -->"
 SPEED_KEYS = ("bandwidth_efficiency", "step_overhead_ms", "eager_launch_us_per_layer",
               "itl_coalesced_fraction")
 
@@ -282,6 +286,15 @@ def _pct(e: float) -> str:
     return f"{e:+.1%}" if math.isfinite(e) else "-"
 
 
+def keep_error_section(old: str, new: str) -> str:
+    """``new`` with ``old``'s error section (``ERROR_SECTION`` .. ``ERROR_END``) after its title."""
+    if ERROR_SECTION not in old or ERROR_END not in old:
+        return new
+    kept = ERROR_SECTION + old.split(ERROR_SECTION, 1)[1].split(ERROR_END, 1)[0] + ERROR_END
+    title, sep, body = new.partition("\n\n")
+    return f"{title}\n\n{kept}\n\n{body}"
+
+
 def describe(flags: dict[str, Any]) -> str:
     return ", ".join(f"{k}={v}" for k, v in flags.items() if v is not None)
 
@@ -300,6 +313,8 @@ def render_report(points: list[Point], before: list[dict], after: list[dict],
     missed = within_goals(points, after)
     out = [
         "# The simulator against the H200 measurements",
+        "",
+        "## The calibration of 2026-11-29 (fitted on trials 0-3 of `results/h200/`)",
         "",
         f"Made by `{command}` ({seconds:.0f} s on the 2-core development machine). Measured:",
         "`results/h200/trials.json` (vLLM 0.24.0, one H200, Llama-3-8B shape with dummy weights,",
@@ -465,9 +480,10 @@ def main(argv: list[str] | None = None) -> int:
     after = simulate(points, calibrated)
     engine_constants.cache_clear() if hasattr(engine_constants, "cache_clear") else None
     command = ".venv/bin/python bench/calibrate_sim.py" + (" --report" if args.report else "")
-    REPORT.write_text(render_report(points, before, after, fitted, held_out_checks(calibrated),
-                                    non_kv_rows(points, calibrated), command,
-                                    time.monotonic() - started))
+    old = REPORT.read_text() if REPORT.exists() else ""
+    REPORT.write_text(keep_error_section(old, render_report(
+        points, before, after, fitted, held_out_checks(calibrated),
+        non_kv_rows(points, calibrated), command, time.monotonic() - started)))
     say(f"wrote {REPORT.relative_to(ROOT)}" + ("" if args.report else f" and {PROFILES.relative_to(ROOT)}"))
     missed = within_goals(points, after)
     say("all goals met" if not missed else "\n".join(missed))
