@@ -11,4 +11,8 @@ export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 VLLM_NO_USAGE_STATS=1 DO_NOT_TRAC
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 if [ -x /opt/torch/.venv/bin/python3 ]; then export TUNER_GPU_PY=/opt/torch/.venv/bin/python3
 else export TUNER_GPU_PY=python3; fi
+
+# The worker runs only the engine python it is told it may run (docs/deploy.md): the one
+# the GPU study files name.
+export TUNER_ENGINE_PYTHON=$TUNER_GPU_PY
 unset _repo
