@@ -72,3 +72,14 @@ def test_the_calibration_set_is_read_whole():
     assert [r.trial for r in rows] == [0, 1, 3, 4, 5, 6, 7, 8, 9, 10]
     assert all(math.isfinite(r.model["output_throughput"]) for r in rows)
     assert rows[0].config == "vLLM defaults"
+
+
+def test_the_refit_holds_out_configurations_that_were_measured():
+    spec = importlib.util.spec_from_file_location("refit_sim", ROOT / "bench/refit_sim.py")
+    refit = sys.modules.setdefault("refit_sim", importlib.util.module_from_spec(spec))
+    spec.loader.exec_module(refit)
+    measured = {(s.label, p.trial) for s, p, _ in refit.gather()}
+    present = {(s.label) for s in sim_error.SETS if (ROOT / s.path).exists()}
+    assert {h for h in refit.HELD_OUT if h[0] in present} <= measured
+    fitted = measured - refit.HELD_OUT
+    assert len(fitted) > 3 * len(refit.HELD_OUT & measured)
