@@ -128,8 +128,9 @@ def test_worker_on_a_host_whose_vllm_lacks_a_study_flag_exits_2(study_file, tmp_
     (other / "vllm" / "entrypoints" / "cli" / "main.py").write_text(
         f"import sys\nsys.stdout.write(open({str(other / 'help.txt')!r}).read())\n")
     py.write_text(f"#!/bin/sh\nPYTHONPATH={other} exec python3 \"$@\"\n")
-    proc = start_worker("s", url, "0", "--n-trials", "1", env={"TUNER_HOME": str(home)},
-                        log=tmp_path / "w.log")
+    # the worker is told to run this python (a stored study cannot choose it, docs/deploy.md)
+    proc = start_worker("s", url, "0", "--n-trials", "1", "--engine-python", str(py),
+                        env={"TUNER_HOME": str(home)}, log=tmp_path / "w.log")
     assert proc.wait(timeout=120) == 2
     lines = (tmp_path / "w.log").read_text().strip().splitlines()
     assert lines[-1] == ("tuner: error: study s cannot run on this host: vllm 9.9 has no "

@@ -261,7 +261,7 @@ def test_grid_over_a_study_file(tmp_path):
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(out.read_text())
     assert doc["study"] == "studies/demo-sim.toml" and doc["gpu"] == "h200"
-    assert doc["workload"]["num_requests"] == 32 and doc["workload"]["concurrency"] == 16
+    assert doc["workload"]["num_requests"] == 32 and doc["workload"]["concurrency"] == 128
     assert set(doc["axes"]["max_num_batched_tokens"]) == {128, 32768}
     flags = [o["flags"] for o in doc["outcomes"]]
     assert len(flags) == doc["configurations"] > 0

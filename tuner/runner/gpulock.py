@@ -33,12 +33,26 @@ def lock_path(gpu: int) -> Path:
     return settings().home / "gpus" / f"{gpu}.lock"
 
 
-def holder(gpu: int) -> str:
-    """Who holds ``gpu``'s lock, in words (from the lock file)."""
+# The holder writes its name into the file just after it takes the lock: a refusal in
+# between reads an empty (or half-written) file, so it reads again for this long.
+HOLDER_WRITE_S = 1.0
+
+
+def _holder_info(gpu: int) -> dict:
     try:
         info = json.loads(lock_path(gpu).read_text() or "{}")
     except (OSError, ValueError):
-        info = {}
+        return {}
+    return info if isinstance(info, dict) else {}
+
+
+def holder(gpu: int) -> str:
+    """Who holds ``gpu``'s lock, in words (from the lock file)."""
+    deadline = time.monotonic() + HOLDER_WRITE_S
+    info = _holder_info(gpu)
+    while not info and time.monotonic() < deadline:
+        time.sleep(0.02)
+        info = _holder_info(gpu)
     if not info:
         return "another process"
     since = time.strftime("%H:%M:%S", time.localtime(info.get("since", 0)))
