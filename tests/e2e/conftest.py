@@ -6,17 +6,20 @@
   cache, torch.compile and vLLM caches in the repo's ignored ``.vllm-cache/`` so that they
   are reused between runs).
 - ``tiny_model_dir``: the tiny Llama folder, written once per session by our own code.
+- ``tiny_server``: one eager server of that model per test module (a module's requests
+  never meet another module's state), its log in the module's own temporary folder.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
 
 from tuner.modelfolder import write_tiny_llama
-from tuner.testing.vllm_cpu import CACHE_DIR, default_python, vllm_cpu_env as _env
+from tuner.testing.vllm_cpu import CACHE_DIR, default_python, start_vllm_cpu, vllm_cpu_env as _env
 
 
 @pytest.fixture(scope="session")
@@ -39,3 +42,12 @@ def vllm_cpu_env() -> dict[str, str]:
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory) -> Path:
     return write_tiny_llama(tmp_path_factory.mktemp("tiny-llama"))
+
+
+@pytest.fixture(scope="module")
+def tiny_server(request, vllm_cpu_python, vllm_cpu_env, tiny_model_dir, tmp_path_factory):
+    log = tmp_path_factory.mktemp(request.module.__name__.rsplit(".", 1)[-1]) / "server.log"
+    with start_vllm_cpu(vllm_cpu_python, tiny_model_dir, vllm_cpu_env, log,
+                        ["--enforce-eager", "--max-model-len", "2048"]) as started:
+        print(f"\nvLLM CPU healthy after {started.start_s:.1f} s", file=sys.stderr)
+        yield started

@@ -9,7 +9,6 @@ agreement worked out by hand, with the dummy-weights caveat, and the trial fails
 
 from __future__ import annotations
 
-import sys
 
 import optuna
 import pytest
@@ -20,7 +19,6 @@ from tuner.accuracy.figures import Completion, compare
 from tuner.accuracy.prompts import prompt_set
 from tuner.runner.guard import REFERENCE_ATTR, Guard
 from tuner.study import load_study_file
-from tuner.testing.vllm_cpu import start_vllm_cpu
 from tuner.trials import record
 from tuner.trials.record import TrialRecord
 
@@ -40,15 +38,6 @@ lossy = ["kv_cache_dtype"]
 prompts = {prompts}
 max_tokens = {tokens}
 '''
-
-
-@pytest.fixture(scope="module")
-def tiny_server(vllm_cpu_python, vllm_cpu_env, tiny_model_dir, tmp_path_factory):
-    log = tmp_path_factory.mktemp("vllm-cpu-accuracy") / "server.log"
-    with start_vllm_cpu(vllm_cpu_python, tiny_model_dir, vllm_cpu_env, log,
-                        ["--enforce-eager", "--max-model-len", "2048"]) as started:
-        print(f"\nvLLM CPU healthy after {started.start_s:.1f} s", file=sys.stderr)
-        yield started
 
 
 def _replay(tiny_server, tiny_model_dir):

