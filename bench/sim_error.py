@@ -23,7 +23,6 @@ import math
 import sys
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from calibrate_sim import (ERROR_END, ERROR_SECTION, ROOT, Point, measured_points,

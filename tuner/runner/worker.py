@@ -24,7 +24,6 @@ import optuna
 
 from tuner import optuna_adapter
 from tuner.errors import UsageError
-from tuner.runner import confirm as confirmation
 from tuner.runner import asking, crosscheck, engine
 from tuner.runner.asking import Watched
 from tuner.runner.guard import Guard
