@@ -51,3 +51,21 @@ def test_the_spread_survives_the_stored_record():
     r = rec(100.0, 40.0, [(97.0, 40.0), (103.0, 39.0)])
     stored = TrialRecord.from_user_attrs(json.loads(json.dumps(r.to_user_attrs())))
     assert stored.spread == r.spread and stored.spread["output_throughput"].n == 2
+
+
+def test_the_default_gets_its_own_count_a_slo_miss_and_a_dominated_run_get_none():
+    from tuner.runner.confirm import runs_to_add
+
+    front = [rec(100.0, 40.0), rec(80.0, 20.0)]
+    met, missed = {"slo:p99_ttft_ms": -1.0}, {"slo:p99_ttft_ms": 250.0}
+
+    def runs(first, violations=met, default=False, confirm_default=None):
+        return runs_to_add(first, violations, default, 1, confirm_default, front, GOALS)
+
+    assert runs((90.0, 30.0)) == 1  # between the two front points: on the front
+    assert runs((110.0, 50.0)) == 1  # a new end of the front
+    assert runs((90.0, 45.0)) == 0  # the (100, 40) point dominates it
+    assert runs((90.0, 30.0), missed) == 0  # cannot join the front under the SLOs
+    assert runs((90.0, 45.0), default=True) == 1  # the default: always, confirm by default
+    assert runs((90.0, 45.0), missed, default=True, confirm_default=2) == 2
+    assert runs((90.0, 30.0), confirm_default=2) == 1  # confirm_default is the default's only

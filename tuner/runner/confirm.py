@@ -14,11 +14,29 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from tuner.trials.record import Spread
+from tuner.trials import pareto
+from tuner.trials.pareto import Goal
+from tuner.trials.record import Spread, TrialRecord
 
 # Per run, what the repetitions keep besides the objectives (small, JSON-safe).
 KEPT = ("output_throughput", "p99_itl_ms", "p99_itl_per_token_ms", "steady_output_throughput",
         "steady_p99_itl_ms", "steady_p99_itl_per_token_ms", "completed", "duration")
+
+
+def runs_to_add(first: Sequence[float], violations: Mapping[str, float], default: bool,
+                confirm: int, confirm_default: int | None, front: Sequence[TrialRecord],
+                goals: Sequence[Goal]) -> int:
+    """How many confirmation runs a first valid run earns: ``confirm_default`` (else
+    ``confirm``) for the default baseline, which every gain is measured against; none for a
+    run that misses an SLO (``violations``: constraint values, > 0 is missed), since it
+    cannot join the front the study reports; none for one that a front point dominates;
+    else ``confirm``. ``first``: its objective values in ``goals`` order."""
+    if default:
+        return confirm if confirm_default is None else confirm_default
+    if any(v > 0 for v in violations.values()):
+        return 0
+    beaten = any(pareto.dominates(pareto.vector(r, goals), first, goals) for r in front)
+    return 0 if beaten else confirm
 
 
 def repetition(metrics: Mapping[str, float], objectives: Sequence[str],

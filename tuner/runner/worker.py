@@ -25,6 +25,7 @@ import optuna
 from tuner import optuna_adapter
 from tuner.errors import UsageError
 from tuner.runner import asking, crosscheck, engine
+from tuner.runner import confirm as confirmation
 from tuner.runner.asking import Watched
 from tuner.runner.guard import Guard
 from tuner.runner.interrupts import deferred_interrupts
@@ -265,23 +266,21 @@ class Worker:
         slot = self.slot
         if self.summary.launched < spec.engine.crosscheck_trials and crosscheck.applicable(spec):
             slot = dataclasses.replace(slot, crosscheck=True)
+        confirming = spec.search.confirm or spec.search.confirm_default
         return measure(spec, prop.flags, prop.launch, trial.number, slot, base, phase,
-                       self._confirmations(prop) if spec.search.confirm else None,
-                       Guard(self.study))
+                       self._confirmations(prop) if confirming else None, Guard(self.study))
 
     def _confirmations(self, prop: Proposal):
-        """search.confirm more runs for the default and for a first run on the front."""
+        """More runs for the default and for a first run on the front (confirm.runs_to_add)."""
         spec = self.opened.spec
 
         def count(metrics) -> int:
-            if prop.baseline == record.DEFAULT_BASELINE:
-                return spec.search.confirm
-            values = [float(metrics[o.metric]) for o in spec.objectives]
             front = pareto.pareto_front(self._db(lambda: queries.load_records(self.study)),
                                         spec.objectives)
-            beaten = any(pareto.dominates(pareto.vector(r, spec.objectives), values,
-                                          spec.objectives) for r in front)
-            return 0 if beaten else spec.search.confirm
+            return confirmation.runs_to_add(
+                record.objective_values(spec, metrics), record.slo_constraints(spec, metrics),
+                prop.baseline == record.DEFAULT_BASELINE, spec.search.confirm,
+                spec.search.confirm_default, front, spec.objectives)
         return count
 
     def _stopped(self, trial, prop: Proposal, base: TrialRecord) -> None:

@@ -217,6 +217,9 @@ class SearchSection(_Section):
     # lands on the front are benchmarked this many more times on the same server; the trial
     # tells the medians and keeps every run and their spread.
     confirm: int = Field(0, ge=0, le=20)
+    # The default baseline's own count (None: confirm): every gain is measured against it,
+    # so a study may give it more runs than the front points.
+    confirm_default: int | None = Field(None, ge=0, le=20)
     # Stopping rules beside n_trials (tuner/runner/stopping.py): no new trial after the
     # deadline (a time, "2026-12-01T08:00", in the worker's local time unless it has an
     # offset, or a duration from `tuner launch`, "8h"), nor once the hypervolume has not
