@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# On the GPU machine: one `tuner worker` that lives across back-to-back device calls (the
+# machine stays warm between them), so that no call's 10-minute end interrupts a trial and
+# no restart repeats the engine probe. Each call: install what is missing, start the
+# worker detached (setsid) unless it runs already, watch it for WATCH_S seconds (progress
+# every 30 s), then put a consistent copy of the study database (SQLite's backup API, safe
+# while the worker writes) and the trial logs into $OUT.
+#
+#   bash scripts/gpu/detached-worker.sh STUDY_FILE N_TRIALS WATCH_S
+# STOP=1: interrupt the worker instead (SIGINT: a running trial is recorded as stopped and
+# queued again) and wait up to WATCH_S for it to exit, then copy. The worker's own output
+# is $TUNER_HOME/worker.log (also copied).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+study_file=$1 n=$2 watch=$3
+bash scripts/gpu/install.sh
+source scripts/gpu/env.sh
+export TUNER_HOME=${TUNER_HOME:-/root/tuner-home}
+mkdir -p "$TUNER_HOME"
+name=$(basename "$study_file" .toml)
+pidfile=$TUNER_HOME/worker.pid
+running() { [ -f "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null; }
+
+if [ "${STOP:-0}" = 1 ]; then
+  if running; then kill -INT "$(cat "$pidfile")"; echo "detached-worker: interrupted the worker"; fi
+elif running; then
+  echo "detached-worker: the worker (pid $(cat "$pidfile")) still runs"
+else
+  nvidia-smi --query-gpu=name,memory.used,memory.total,driver_version --format=csv
+  PYTHONUNBUFFERED=1 "$TUNER_GPU_PY" -m tuner study create "$study_file"
+  PYTHONUNBUFFERED=1 setsid nohup "$TUNER_GPU_PY" -m tuner worker "$name" --gpus 0 \
+    --n-trials "$n" >> "$TUNER_HOME/worker.log" 2>&1 < /dev/null &
+  echo $! > "$pidfile"
+  echo "detached-worker: started the worker (pid $!)"
+fi
+
+end=$((SECONDS + watch))
+while [ "$SECONDS" -lt "$end" ] && running; do
+  sleep $(( end - SECONDS < 30 ? end - SECONDS : 30 ))
+  echo "--- $(date -u +%T) ---"; tail -n 3 "$TUNER_HOME/worker.log" | cut -c1-200
+done
+running && echo "detached-worker: the worker runs on" || echo "detached-worker: the worker has exited"
+
+if [ -n "${OUT:-}" ]; then
+  "$TUNER_GPU_PY" - "$TUNER_HOME/tuner.db" "$OUT/tuner.db" <<'PYEOF'
+import sqlite3, sys
+src, dst = sqlite3.connect(sys.argv[1], timeout=60), sqlite3.connect(sys.argv[2])
+with dst:
+    src.backup(dst)
+print("detached-worker: copied the study database")
+PYEOF
+  cp "$TUNER_HOME/worker.log" "$OUT/worker.log"
+  tar czf "$OUT/logs.tgz" -C "$TUNER_HOME/studies" . 2>/dev/null || true
+  PYTHONUNBUFFERED=1 "$TUNER_GPU_PY" -m tuner status "$name" 2>&1 | head -20 || true
+fi
