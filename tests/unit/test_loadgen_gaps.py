@@ -86,7 +86,11 @@ def test_a_read_that_completes_several_messages_is_counted_and_adds_no_per_token
     assert counts["itl_gap_share"] == 2 / 3 and counts["token_gap_share"] == 2 / 3
     reasons = gaps.unobservable(counts, 0.9)
     assert "1 reads found several messages at once (1 zero gaps" in reasons[gaps.ITL]
+    assert "event loop" not in reasons[gaps.ITL]
     assert gaps.unobservable(counts, 0.5) == {}
+    # A client whose own loop was late says so: it, not the server, lost the gaps.
+    late = gaps.unobservable(counts, 0.9, loop_lag_max_ms=137.4)
+    assert "the client's event loop ran up to 137 ms late" in late[gaps.PER_TOKEN]
 
 
 def test_usage_on_every_message_gives_each_message_its_tokens():

@@ -179,7 +179,7 @@ def _result(shards: list[ShardResult], t0: float, workload: WorkloadSpec, load: 
     metrics = calculate_metrics(outputs, dur_s, slo)
     client = _client_view(shards, t0, warm)
     lag = judge(client, load.max_client_lag_ms)
-    unseen = gaps.unobservable(metrics, load.min_gap_share)
+    unseen = gaps.unobservable(metrics, load.min_gap_share, client.get("loop_lag_max_ms"))
     reason = lag or unseen.get(gaps.ITL)
     if metrics["completed"] == 0:
         reason = "no request succeeded: " + ", ".join(sorted(count_failures(outputs)))

@@ -59,9 +59,12 @@ def family(metric: str) -> str | None:
     return None
 
 
-def unobservable(counts: dict[str, float], min_share: float) -> dict[str, str]:
+def unobservable(counts: dict[str, float], min_share: float,
+                 loop_lag_max_ms: float | None = None) -> dict[str, str]:
     """Family -> why its figures describe no inter-token timing, for the families whose share
-    is under ``min_share``."""
+    is under ``min_share``. ``loop_lag_max_ms`` (the client's own event-loop lag, see
+    ``lag``) tells a client that read late from a server that wrote several messages at once:
+    the reason names it."""
     out: dict[str, str] = {}
     expected = int(counts.get("expected_gaps", 0))
     if not expected:
@@ -69,7 +72,7 @@ def unobservable(counts: dict[str, float], min_share: float) -> dict[str, str]:
     observed, messages = int(counts["observed_gaps"]), int(counts["messages"])
     share = counts["itl_gap_share"]
     if share < min_share:
-        why = _why(counts)
+        why = _why(counts, loop_lag_max_ms)
         out[ITL] = (f"ITL not observable: {observed} of {expected} inter-token gaps seen "
                     f"({share:.0%}, under {min_share:.0%}): {why}")
     token_share = counts["token_gap_share"]
@@ -77,11 +80,11 @@ def unobservable(counts: dict[str, float], min_share: float) -> dict[str, str]:
         out[PER_TOKEN] = (f"per-token ITL not observable: {observed} gaps between "
                           f"{messages} messages for {int(counts['tokens'])} tokens "
                           f"({token_share:.0%} of the message gaps, under {min_share:.0%}): "
-                          f"{_why(counts)}")
+                          f"{_why(counts, loop_lag_max_ms)}")
     return out
 
 
-def _why(counts: dict[str, float]) -> str:
+def _why(counts: dict[str, float], loop_lag_max_ms: float | None = None) -> str:
     parts = []
     if counts["single_message_replies"]:
         parts.append(f"{int(counts['single_message_replies'])} replies came in one message")
@@ -89,9 +92,13 @@ def _why(counts: dict[str, float]) -> str:
         parts.append(f"{int(counts['coalesced_reads'])} reads found several messages at once "
                      f"({int(counts['zero_gaps'])} zero gaps: the client read late, or the "
                      "server wrote them together)")
+        if loop_lag_max_ms is not None:
+            parts[-1] += (f"; the client's event loop ran up to {loop_lag_max_ms:.0f} ms "
+                          "late (a loop as late as a reply is long reads it whole)")
     if counts["multi_token_messages"]:
         parts.append(f"{int(counts['multi_token_messages'])} of {int(counts['messages'])} "
-                     "messages carried several tokens (stream_interval > 1?); the per-token "
+                     "messages carried several tokens (stream_interval > 1, or a server "
+                     "process that lagged and merged its steps); the per-token "
                      "ITL (p99_itl_per_token_ms) divides their gaps")
     return "; ".join(parts) or "too few gaps seen"
 
