@@ -143,8 +143,9 @@ def study_workload():
     from tuner.sim import SimWorkload
 
     w = tomllib.loads(STUDY.read_text())["workload"]
-    return SimWorkload(concurrency=int(w["max_concurrency"]), num_requests=int(w["num_requests"]),
-                       input_len=int(w["input_len"]), output_len=int(w["output_len"]))
+    return SimWorkload(max_concurrency=int(w["max_concurrency"]),
+                       num_requests=int(w["num_requests"]), input_len=int(w["input_len"]),
+                       output_len=int(w["output_len"]))
 
 
 def simulate(points: list[Point], consts=None) -> list[dict[str, float]]:

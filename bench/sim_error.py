@@ -173,8 +173,9 @@ def workload_of(study: str):
     from tuner.sim import SimWorkload
 
     w = tomllib.loads((ROOT / study).read_text())["workload"]
-    return SimWorkload(concurrency=int(w["max_concurrency"]), num_requests=int(w["num_requests"]),
-                       input_len=int(w["input_len"]), output_len=int(w["output_len"]))
+    return SimWorkload(max_concurrency=int(w["max_concurrency"]),
+                       num_requests=int(w["num_requests"]), input_len=int(w["input_len"]),
+                       output_len=int(w["output_len"]))
 
 
 def rows_of(s: MeasuredSet, consts) -> list[Row]:

@@ -113,6 +113,7 @@ def _grid(args: argparse.Namespace) -> int:
     from tuner.sim.grid import evaluate_grid, grid_points, pareto_front
     from tuner.sim.profiles import load_gpu
     from tuner.sim.shape import load_shape
+    from tuner.loadgen.spec import build
     from tuner.sim.workload import SimWorkload
 
     if args.study:
@@ -121,9 +122,11 @@ def _grid(args: argparse.Namespace) -> int:
         if not args.model:
             raise UsageError("pass a STUDY_FILE, or --model DIR (a folder with a config.json)")
         model, gpu_name = Path(args.model), args.gpu or "h200"
-        workload = SimWorkload(args.concurrency, args.num_requests or 1000, args.input_len,
-                               args.output_len, args.range_ratio, args.num_prefixes,
-                               args.prefix_len, args.seed)
+        workload = build(
+            SimWorkload, max_concurrency=args.concurrency, num_requests=args.num_requests or 1000,
+            input_len=args.input_len, output_len=args.output_len,
+            range_ratio=args.range_ratio, num_prefixes=args.num_prefixes,
+            prefix_len=args.prefix_len, seed=args.seed)
         axes = _axes(args.axis)
         points = grid_points(axes)
     shape, gpu = load_shape(model), load_gpu(gpu_name)
@@ -142,7 +145,11 @@ def _grid(args: argparse.Namespace) -> int:
     front = pareto_front(outcomes)
     doc = {
         "note": "tuner.sim model output, not a measurement",
-        "gpu": gpu_name, "model": str(model), "study": args.study, "workload": workload.__dict__,
+        "gpu": gpu_name, "model": str(model), "study": args.study,
+        # "concurrency": the grid file's name for the closed loop's max_concurrency; an
+        # unpaced request_rate (inf) is written as null, as pydantic writes JSON.
+        "workload": {**json.loads(workload.model_dump_json()),
+                     "concurrency": workload.max_concurrency},
         "axes": {k: list(v) for k, v in axes.items()},
         "configurations": len(outcomes), "started": sum(o.started for o in outcomes),
         "seconds": round(elapsed, 2), "objectives": {"output_throughput": "max", "p99_itl_ms": "min"},

@@ -122,7 +122,7 @@ async def _warm_up(base_url: str, model: str, workload: WorkloadSpec,
                    load: LoadSpec) -> list[RequestOutput]:
     if load.warmup_requests <= 0:
         return []
-    warm_spec = dataclasses.replace(workload, seed=workload.seed + WARMUP_SEED_OFFSET)
+    warm_spec = workload.model_copy(update={"seed": workload.seed + WARMUP_SEED_OFFSET})
     plan = ShardPlan(base_url, model, warm_spec, load.endpoint, load.ignore_eos,
                      num_requests=load.warmup_requests, timeout_s=load.request_timeout_s,
                      http_client=load.http_client, text_prompts=load.text_prompts,
@@ -183,7 +183,7 @@ def _result(shards: list[ShardResult], t0: float, workload: WorkloadSpec, load: 
     reason = lag or unseen.get(gaps.ITL)
     if metrics["completed"] == 0:
         reason = "no request succeeded: " + ", ".join(sorted(count_failures(outputs)))
-    config = {"workload": dataclasses.asdict(workload), "load": dataclasses.asdict(load),
+    config = {"workload": workload.model_dump(), "load": load.model_dump(),
               "slo": dataclasses.asdict(slo) if slo else None}
     errors = [o.error for o in outputs if not o.success][:10]
     window = steady_window(outputs, load.itl_metric) if load.closed_loop else None

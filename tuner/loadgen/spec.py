@@ -1,141 +1,223 @@
-"""What to send and how: the frozen inputs of a benchmark run.
+"""What to send and how: the frozen inputs of a benchmark run, each field declared once.
 
-``WorkloadSpec`` says what the requests look like, ``LoadSpec`` how they arrive, ``SLO`` what
-counts as a good request. All three are validated here, at the edge; the rest of the package
-trusts them.
+``Requests`` says what the requests look like and ``Arrivals`` how they arrive: the fields a
+study file's ``[workload]`` section and a ``tuner bench`` command share. ``Workload`` is both
+at once, as a study file writes them and the simulator reads them; ``WorkloadSpec`` and
+``LoadSpec`` add what only a load generator's run needs. ``SLO`` says what counts as a good
+request. All are validated here, at the edge; the rest of the package trusts them. Built
+directly, a bad value is a ``UsageError``; inside a study file, a pydantic ``ValidationError``
+that names the key (``tuner.study.load``).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
+
+from pydantic import (BaseModel, ConfigDict, Field, ValidationError, ValidationInfo,
+                      field_validator, model_validator)
 
 from tuner.errors import UsageError
 
 WORKLOAD_KINDS = ("random", "shared-prefix", "multi-turn", "sharegpt")
 ENDPOINTS = ("completions", "chat", "generate")
-# The study file's names for the load generator's kinds ([workload] kind = "chat").
+# A study file's older name for multi-turn ([workload] kind = "chat"), still read.
 STUDY_KINDS = {"chat": "multi-turn"}
 # Token ids are drawn below this when the model folder gives no vocabulary (Llama 2's size:
 # every served model has at least as many ids).
 DEFAULT_VOCAB_SIZE = 32000
 
-T = TypeVar("T")
+
+class _Spec(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-def taking(cls: type[T], *sources: Any, **overrides: Any) -> T:
-    """A ``cls`` dataclass whose fields come from the first source with an attribute of the
-    same name (the study file's sections), then ``overrides``; the others keep their
-    defaults. The fields are declared once, in ``cls``; nothing copies them by hand."""
-    values = {}
-    for f in dataclasses.fields(cls):
-        source = next((s for s in sources if f.name in _names(s)), None)
-        if source is not None:
-            values[f.name] = getattr(source, f.name)
-    return cls(**{**values, **overrides})
+M = TypeVar("M", bound=BaseModel)
 
 
-def _names(source: Any) -> set[str]:
-    fields = getattr(type(source), "model_fields", None)  # a pydantic model
-    if fields is not None:
-        return set(fields)
-    return {f.name for f in dataclasses.fields(source)}
+def build(cls: type[M], **data: Any) -> M:
+    """``cls(**data)``, a bad value a ``UsageError`` naming the field (for values from a
+    command line; a study file's are checked with their key by ``tuner.study.load``)."""
+    try:
+        return cls(**data)
+    except ValidationError as e:
+        raise UsageError(_one_line(e)) from None
 
 
-@dataclass(frozen=True)
-class WorkloadSpec:
-    """The requests of a run; the same spec and seed always give the same requests.
+class _Direct:
+    """A load generator's own spec, built directly: a bad value is a ``UsageError``. (Not
+    on the study file's sections: pydantic calls a model's own ``__init__`` for a nested
+    section too, and the study's error would lose its key.)"""
+
+    def __init__(self, **data: Any) -> None:
+        try:
+            super().__init__(**data)  # type: ignore[call-arg]
+        except ValidationError as e:
+            raise UsageError(_one_line(e)) from None
+
+
+def _one_line(err: ValidationError) -> str:
+    first = err.errors()[0]
+    key = ".".join(str(p) for p in first["loc"])
+    msg = first["msg"].removeprefix("Value error, ")
+    return f"{key}: {msg}" if key else msg
+
+
+class Requests(_Spec):
+    """The requests of a run; the same fields and seed always give the same requests.
 
     kind: ``random`` (input/output lengths drawn from ``[L*(1-r), L*(1+r)]`` as vLLM's random
     dataset), ``shared-prefix`` (``num_prefixes`` prefixes of ``prefix_len`` tokens, each
     request one of them plus a unique suffix of about ``input_len`` tokens), ``multi-turn``
-    (conversations of ``turns`` turns, each turn sends the whole history), ``sharegpt`` (a
-    ShareGPT-format JSON file at ``dataset``; ``output_len`` 0 takes the reply's length).
-    Prompts are token ids drawn from ``[min_token_id, vocab_size)``.
+    (a study file may say ``chat``: conversations of ``turns`` turns, each turn sends the
+    whole history), ``sharegpt`` (a ShareGPT-format JSON file at ``dataset``; ``output_len``
+    0 takes the reply's length).
     """
 
-    kind: str = "random"
-    input_len: int = 1024
-    output_len: int = 128
-    range_ratio: float = 0.0
-    num_prefixes: int = 0
-    prefix_len: int = 0
-    turns: int = 1
+    kind: Literal["random", "shared-prefix", "multi-turn", "sharegpt"] = "random"
+    input_len: int = Field(1024, ge=1)
+    output_len: int = Field(128, ge=0)
+    range_ratio: float = Field(0.0, ge=0.0, lt=1.0)
+    num_prefixes: int = Field(0, ge=0)
+    prefix_len: int = Field(0, ge=0)
+    turns: int = Field(1, ge=1)
     dataset: str | None = None
-    vocab_size: int = DEFAULT_VOCAB_SIZE
     seed: int = 0
-    min_token_id: int = 100
-    conversations: int = 32
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "kind", STUDY_KINDS.get(self.kind, self.kind))
-        if self.kind not in WORKLOAD_KINDS:
-            raise UsageError(f"workload kind {self.kind!r} unknown: use one of {WORKLOAD_KINDS}")
-        if not 0.0 <= self.range_ratio < 1.0:
-            raise UsageError(f"range_ratio {self.range_ratio} must be in [0, 1)")
-        if self.input_len < 1 and self.kind != "sharegpt":
-            raise UsageError(f"input_len {self.input_len} must be at least 1")
+    @field_validator("kind", mode="before")
+    @classmethod
+    def _kind(cls, v: Any) -> Any:
+        v = STUDY_KINDS.get(v, v) if isinstance(v, str) else v
+        if v not in WORKLOAD_KINDS:
+            raise ValueError(f"workload kind {v!r} unknown: use one of random, "
+                             "shared-prefix, multi-turn (or chat), sharegpt")
+        return v
+
+    @model_validator(mode="after")
+    def _requests(self) -> "Requests":
         if self.output_len < 1 and self.kind != "sharegpt":
-            raise UsageError(f"output_len {self.output_len} must be at least 1")
-        if not 0 <= self.min_token_id < self.vocab_size:
-            raise UsageError(
-                f"token ids are drawn from [{self.min_token_id}, {self.vocab_size}): "
-                "set vocab_size above min_token_id (vocab_size is the model's vocabulary)"
-            )
+            raise ValueError(f"output_len {self.output_len} must be at least 1 "
+                             "(0 only for sharegpt: the reply's length)")
         if self.kind == "shared-prefix" and (self.num_prefixes < 1 or self.prefix_len < 1):
-            raise UsageError("shared-prefix needs num_prefixes >= 1 and prefix_len >= 1")
-        if self.kind == "multi-turn" and (self.turns < 1 or self.conversations < 1):
-            raise UsageError("multi-turn needs turns >= 1 and conversations >= 1")
+            raise ValueError("kind 'shared-prefix' needs num_prefixes >= 1 and prefix_len >= 1")
         if self.kind == "sharegpt" and not self.dataset:
-            raise UsageError("sharegpt needs dataset=PATH to a ShareGPT-format JSON file")
+            raise ValueError("kind 'sharegpt' needs 'dataset' (a ShareGPT JSON file)")
+        return self
 
 
-@dataclass(frozen=True)
-class LoadSpec:
-    """How requests arrive and when the run ends.
+class Arrivals(_Spec):
+    """How requests arrive: ``request_rate`` inf sends as fast as ``max_concurrency``
+    allows (closed loop); a finite rate draws gaps from a gamma distribution of shape
+    ``burstiness`` (1 = Poisson), as vLLM. ``num_requests`` are counted after
+    ``warmup_requests``, spread over ``client_processes``. A run whose client lagged more
+    than ``max_client_lag_ms`` (p99) measured the client, not the server: it is invalid; one
+    that saw less than ``min_gap_share`` of the inter-token gaps (tokens batched in one
+    message, reads that found several messages) cannot tell an ITL (``gaps``)."""
 
-    ``request_rate`` inf sends as fast as ``max_concurrency`` allows (closed loop); a finite
-    rate draws gaps from a gamma distribution of shape ``burstiness`` (1 = Poisson), as vLLM.
-    The run ends after ``num_requests`` or, when ``duration_s`` is set, when no new request
-    may start (requests in flight finish and count). ``warmup_requests`` are sent first and
-    not counted. A run whose client lag p99 exceeds ``max_client_lag_ms`` is marked invalid;
-    one that saw less than ``min_gap_share`` of the inter-token gaps cannot tell an ITL (see
-    ``gaps``).
-    ``http_client`` "fast" (``http1``, the default) or "aiohttp" carries the requests; both
-    feed the same streaming loop. ``text_prompts`` sends completions prompts as words instead
-    of token ids (for servers that take no ids; the input length becomes approximate).
-    With ``early_stop`` (closed loop, one client process) the run stops sending once the
-    steady window's intervals for output throughput and p99 ITL (``itl_metric``: "itl" or
-    "itl_per_token") are within ``throughput_ci`` and ``itl_ci`` (relative half-widths), and
-    otherwise at ``max_requests`` (default: 4 x ``num_requests``); see ``window``.
-    """
-
-    max_concurrency: int | None = 256
-    request_rate: float = math.inf
-    burstiness: float = 1.0
-    num_requests: int = 1000
-    duration_s: float | None = None
-    warmup_requests: int = 16
-    endpoint: str = "completions"
-    ignore_eos: bool = True
-    client_processes: int = 1
-    max_client_lag_ms: float = 5.0
-    min_gap_share: float = 0.9
-    request_timeout_s: float = 6 * 3600.0
-    metrics_poll_s: float = 0.5
-    http_client: str = "fast"
-    text_prompts: bool = False
-    early_stop: bool = False
-    throughput_ci: float = 0.02
-    itl_ci: float = 0.10
-    max_requests: int | None = None
-    itl_metric: str = "itl"
+    endpoint: Literal["completions", "chat", "generate"] = "completions"
+    max_concurrency: int | None = Field(256, ge=1)
+    request_rate: float = Field(math.inf, gt=0)
+    burstiness: float = Field(1.0, gt=0)
+    num_requests: int = Field(1000, ge=0)
+    warmup_requests: int = Field(16, ge=0)
+    max_client_lag_ms: float = Field(5.0, gt=0)
+    min_gap_share: float = Field(0.9, ge=0.0, le=1.0)
+    client_processes: int = Field(1, ge=1)
 
     @property
     def closed_loop(self) -> bool:
         return self.max_concurrency is not None and math.isinf(self.request_rate)
+
+
+class Stopping(_Spec):
+    """When a closed-loop run may stop early (a study file's ``[measurement]``): with
+    ``early_stop`` once the steady window's 95 % intervals for output throughput and p99
+    ITL are within ``throughput_ci`` and ``itl_ci`` (relative half-widths), else at
+    ``max_requests`` (default 4 x ``num_requests``); see ``window``. Without it, after
+    ``num_requests``."""
+
+    early_stop: bool = False
+    throughput_ci: float = Field(0.02, gt=0)
+    itl_ci: float = Field(0.10, gt=0)
+    max_requests: int | None = Field(None, ge=1)
+
+
+class Workload(Arrivals, Requests):  # (in this order, a dump lists Requests first)
+    """A whole benchmark as a study file's ``[workload]`` writes it and the simulator
+    reads it: a number of requests (no duration), closed loop or at a finite rate."""
+
+    @field_validator("num_requests", "output_len")
+    @classmethod
+    def _counted(cls, v: int, info: ValidationInfo) -> int:
+        # No duration to end a run, and the longest request must be known (no sharegpt
+        # reply lengths): both at least 1.
+        if v < 1:
+            raise ValueError(f"{info.field_name} must be at least 1")
+        return v
+
+    @model_validator(mode="after")
+    def _whole(self) -> "Workload":
+        if self.max_concurrency is None and math.isinf(self.request_rate):
+            raise ValueError("set max_concurrency (closed loop) or a finite request_rate")
+        return self
+
+    @property
+    def longest_request(self) -> int:
+        """Input + output tokens of the longest request (what max_model_len must cover)."""
+        scale = 1.0 + self.range_ratio
+        prompt = math.ceil(self.input_len * scale) + self.prefix_len
+        if self.kind == "multi-turn":
+            prompt = prompt * self.turns + math.ceil(self.output_len * scale) * (self.turns - 1)
+        return prompt + math.ceil(self.output_len * scale)
+
+    def requests(self, **more: Any) -> "WorkloadSpec":
+        """What the load generator sends: these fields, plus ``more`` (the vocabulary)."""
+        return WorkloadSpec(**self.model_dump(include=set(Requests.model_fields)), **more)
+
+    def arrivals(self, **more: Any) -> "LoadSpec":
+        """How the load generator sends it: these fields, plus ``more`` (its ``Stopping``)."""
+        return LoadSpec(**self.model_dump(include=set(Arrivals.model_fields)), **more)
+
+
+class WorkloadSpec(_Direct, Requests):
+    """The load generator's requests: prompts are token ids drawn from
+    ``[min_token_id, vocab_size)``; ``conversations`` multi-turn conversations."""
+
+    vocab_size: int = DEFAULT_VOCAB_SIZE
+    min_token_id: int = 100
+    conversations: int = 32
+
+    @model_validator(mode="after")
+    def _ids(self) -> "WorkloadSpec":
+        if not 0 <= self.min_token_id < self.vocab_size:
+            raise ValueError(
+                f"token ids are drawn from [{self.min_token_id}, {self.vocab_size}): "
+                "set vocab_size above min_token_id (vocab_size is the model's vocabulary)")
+        if self.kind == "multi-turn" and self.conversations < 1:
+            raise ValueError("multi-turn needs turns >= 1 and conversations >= 1")
+        return self
+
+
+class LoadSpec(_Direct, Stopping, Arrivals):
+    """How requests arrive and when the run ends.
+
+    The run ends after ``num_requests`` or, when ``duration_s`` is set, when no new request
+    may start (requests in flight finish and count).
+    ``http_client`` "fast" (``http1``, the default) or "aiohttp" carries the requests; both
+    feed the same streaming loop. ``text_prompts`` sends completions prompts as words instead
+    of token ids (for servers that take no ids; the input length becomes approximate).
+    ``early_stop`` needs a closed loop and one client process; ``itl_metric`` ("itl" or
+    "itl_per_token") is the ITL whose interval it watches.
+    """
+
+    duration_s: float | None = Field(None, gt=0)
+    ignore_eos: bool = True
+    request_timeout_s: float = 6 * 3600.0
+    metrics_poll_s: float = 0.5
+    http_client: Literal["fast", "aiohttp"] = "fast"
+    text_prompts: bool = False
+    itl_metric: Literal["itl", "itl_per_token"] = "itl"
 
     @property
     def request_cap(self) -> int:
@@ -143,35 +225,17 @@ class LoadSpec:
         return (self.max_requests or 4 * self.num_requests) if self.early_stop else (
             self.num_requests)
 
-    def __post_init__(self) -> None:
-        if self.endpoint not in ENDPOINTS:
-            raise UsageError(f"endpoint {self.endpoint!r} unknown: use one of {ENDPOINTS}")
-        if self.max_concurrency is not None and self.max_concurrency < 1:
-            raise UsageError("max_concurrency must be at least 1 (or None for no limit)")
-        if not self.request_rate > 0:
-            raise UsageError(f"request_rate {self.request_rate} must be > 0 (inf: no pacing)")
-        if not self.burstiness > 0:
-            raise UsageError(f"burstiness {self.burstiness} must be > 0")
+    @model_validator(mode="after")
+    def _run(self) -> "LoadSpec":
         if self.duration_s is None and self.num_requests < 1:
-            raise UsageError("num_requests must be at least 1 (or give duration_s)")
-        if self.duration_s is not None and not self.duration_s > 0:
-            raise UsageError(f"duration_s {self.duration_s} must be > 0")
+            raise ValueError("num_requests must be at least 1 (or give duration_s)")
         if self.duration_s is not None and math.isinf(self.request_rate) and not self.max_concurrency:
-            raise UsageError("a duration with no request rate needs max_concurrency")
-        if self.http_client not in ("fast", "aiohttp"):
-            raise UsageError(f"http_client {self.http_client!r} unknown: use fast or aiohttp")
-        if not 0.0 <= self.min_gap_share <= 1.0:
-            raise UsageError(f"min_gap_share {self.min_gap_share} must be in [0, 1]")
+            raise ValueError("a duration with no request rate needs max_concurrency")
         if self.early_stop and not (self.closed_loop and self.duration_s is None
                                     and self.client_processes == 1):
-            raise UsageError("early_stop needs a closed loop (max_concurrency, no request "
+            raise ValueError("early_stop needs a closed loop (max_concurrency, no request "
                              "rate, no duration) and client_processes = 1")
-        if not (self.throughput_ci > 0 and self.itl_ci > 0):
-            raise UsageError("throughput_ci and itl_ci must be > 0 (relative half-widths)")
-        if self.itl_metric not in ("itl", "itl_per_token"):
-            raise UsageError(f"itl_metric {self.itl_metric!r} unknown: itl or itl_per_token")
-        if self.warmup_requests < 0 or self.client_processes < 1:
-            raise UsageError("warmup_requests must be >= 0 and client_processes >= 1")
+        return self
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from typing import Any, Callable, Mapping
 
 from tuner.errors import EngineError, EngineExitedError
 from tuner.loadgen import SLO, LoadSpec, WorkloadSpec, gaps, run_benchmark
-from tuner.loadgen.spec import DEFAULT_VOCAB_SIZE, taking
+from tuner.loadgen.spec import DEFAULT_VOCAB_SIZE
 from tuner.runner import confirm as confirmation
 from tuner.runner import crosscheck, engine, gpu, logparse, startlog
 from tuner.runner.guard import Guard
@@ -59,8 +59,8 @@ class ServerDied(EngineError):
 
 
 def workload_of(spec: StudySpec) -> WorkloadSpec:
-    vocab = int(spec.model.vocab_size or DEFAULT_VOCAB_SIZE)
-    return taking(WorkloadSpec, spec.workload, vocab_size=vocab)
+    """The study's requests; token ids below the model's vocabulary."""
+    return spec.workload.requests(vocab_size=spec.model.vocab_size or DEFAULT_VOCAB_SIZE)
 
 
 def itl_metric_of(spec: StudySpec) -> str:
@@ -71,7 +71,9 @@ def itl_metric_of(spec: StudySpec) -> str:
 
 
 def load_of(spec: StudySpec) -> LoadSpec:
-    return taking(LoadSpec, spec.workload, spec.measurement, itl_metric=itl_metric_of(spec))
+    """The study's arrivals, stopped as its [measurement] says."""
+    return spec.workload.arrivals(**spec.measurement.model_dump(),
+                                  itl_metric=itl_metric_of(spec))
 
 
 def told_metrics(spec: StudySpec) -> list[str]:
@@ -101,7 +103,7 @@ async def _watched_benchmark(server: Server, spec: StudySpec, phase: Phase, run:
     """The benchmark (the server's ``run``-th), cancelled as soon as the server dies or the
     time runs out."""
     workload = workload_of(spec)
-    workload = dataclasses.replace(workload, seed=workload.seed + run * RUN_SEED_STEP)
+    workload = workload.model_copy(update={"seed": workload.seed + run * RUN_SEED_STEP})
     task = asyncio.ensure_future(run_benchmark(
         server.url, engine.served_name(spec), workload, load_of(spec),
         slo=slo_of(spec), time_scale=spec.engine.time_scale))

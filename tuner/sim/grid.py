@@ -25,7 +25,7 @@ from tuner.sim.profiles import EngineConstants, GpuProfile, engine_constants
 from tuner.sim.scheduler import Request
 from tuner.sim.shape import ModelShape
 from tuner.sim.startup import StartFailure, check_start
-from tuner.sim.workload import SimWorkload, prompt_hashes, request_plan
+from tuner.sim.workload import SimWorkload, max_total_len, prompt_hashes, request_plan
 
 
 @dataclass(frozen=True)
@@ -99,7 +99,7 @@ def run_closed_loop(core: EngineCore, workload: SimWorkload) -> dict[str, Any]:
         core.add(Request(i, plan.prompt_lens[i], plan.output_lens[i],
                          list(hashes[i]) if hashes else []))
 
-    for _ in range(min(workload.concurrency, n)):
+    for _ in range(min(workload.max_concurrency, n)):
         issue(0.0)
     output_tokens = 0
     while core.has_work():
@@ -141,9 +141,9 @@ def evaluate(flags: Mapping[str, Any], shape: ModelShape, gpu: GpuProfile,
     shown = cfg.flags()
     if isinstance(started, StartFailure):
         return SimOutcome(shown, False, started.kind, started.message)
-    if workload.max_total_len() > cfg.max_model_len:
+    if max_total_len(workload) > cfg.max_model_len:
         return SimOutcome(shown, False, "workload_too_long",
-                          f"prompt + output up to {workload.max_total_len()} tokens exceeds "
+                          f"prompt + output up to {max_total_len(workload)} tokens exceeds "
                           f"max_model_len ({cfg.max_model_len})", kv_cache_tokens=started.kv_cache_tokens)
     return _run(cfg, shape, gpu, consts, started, workload, fast)
 
@@ -156,7 +156,7 @@ def _run(cfg: EngineConfig, shape: ModelShape, gpu: GpuProfile, consts: EngineCo
         req_plan = request_plan(workload)
         hashes = prompt_hashes(workload, cfg.block_size) if cfg.enable_prefix_caching else None
         try:
-            r = run_closed_loop_fast(core, req_plan, hashes, workload.concurrency,
+            r = run_closed_loop_fast(core, req_plan, hashes, workload.max_concurrency,
                                      workload.num_requests)
             r["itl_counts"] = np.asarray(r["itl_counts"])
             r["itl"] = np.repeat(r["itl_values"], r["itl_counts"])

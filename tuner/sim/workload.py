@@ -1,4 +1,4 @@
-"""Synthetic workloads for the offline evaluator: closed-loop load on random prompts (pure)."""
+"""The offline evaluator's requests: closed-loop load on random prompts (pure)."""
 
 from __future__ import annotations
 
@@ -7,40 +7,29 @@ from functools import lru_cache
 
 import numpy as np
 
-from tuner.loadgen.spec import taking
+from tuner.loadgen.spec import Workload, build
 
 
-@dataclass(frozen=True)
-class SimWorkload:
-    """Closed-loop load: ``concurrency`` requests in flight until ``num_requests`` are done.
-
-    Prompt and output lengths are drawn uniformly from ``[len x (1 - range_ratio),
-    len x (1 + range_ratio)]`` (vLLM's random dataset). With ``num_prefixes`` > 0 every prompt
-    starts with one of that many shared prefixes of ``prefix_len`` tokens (then its own
-    ``input_len`` tokens).
-    """
-
-    concurrency: int = 256
-    num_requests: int = 1000
-    input_len: int = 1024
-    output_len: int = 128
-    range_ratio: float = 0.0
-    num_prefixes: int = 0
-    prefix_len: int = 0
-    seed: int = 0
-
-    def max_total_len(self) -> int:
-        """The longest prompt + output this workload can send."""
-        r = self.range_ratio
-        return (self.prefix_len if self.num_prefixes else 0) + int(self.input_len * (1 + r)) \
-            + int(self.output_len * (1 + r))
+# The study file's workload, read as it is (its fields are declared once, in
+# tuner/loadgen/spec.py). The model runs it closed loop: ``max_concurrency`` requests in
+# flight until ``num_requests`` are done; prompt and output lengths drawn uniformly from
+# ``[len x (1 - range_ratio), len x (1 + range_ratio)]`` (vLLM's random dataset). With
+# ``num_prefixes`` > 0 every prompt starts with one of that many shared prefixes of
+# ``prefix_len`` tokens (then its own ``input_len`` tokens).
+SimWorkload = Workload
 
 
-def from_study(w, num_requests: int | None = None) -> SimWorkload:
-    """A study file's ``[workload]`` section (``tuner.study.spec``) as the model's workload,
-    optionally with another number of requests."""
-    return taking(SimWorkload, w, concurrency=w.max_concurrency,
-                  num_requests=num_requests or w.num_requests)
+def max_total_len(w: SimWorkload) -> int:
+    """The longest prompt + output this workload can send."""
+    r = w.range_ratio
+    return (w.prefix_len if w.num_prefixes else 0) + int(w.input_len * (1 + r)) \
+        + int(w.output_len * (1 + r))
+
+
+def from_study(w: Workload, num_requests: int | None = None) -> SimWorkload:
+    """A study file's ``[workload]``, optionally with another number of requests."""
+    return w if num_requests is None else build(Workload, **{**w.model_dump(),
+                                                             "num_requests": num_requests})
 
 
 @dataclass(frozen=True)

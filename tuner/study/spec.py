@@ -7,7 +7,6 @@ storage URL. Loading and error messages live in ``load.py``.
 
 from __future__ import annotations
 
-import math
 import re
 from typing import Annotated, Any, Literal
 
@@ -15,6 +14,7 @@ from pydantic import (BaseModel, ConfigDict, Field, ValidationInfo, field_valida
                       model_validator)
 
 from tuner.durations import duration_s
+from tuner.loadgen.spec import Stopping, Workload
 
 
 class _Section(BaseModel):
@@ -61,50 +61,9 @@ class HardwareSection(_Section):
         return self.gpu_memory_gib or GPU_MEMORY_GIB[self.gpu.lower()]
 
 
-class WorkloadSection(_Section):
-    """The benchmark each trial runs: what is sent, and how it arrives."""
-
-    kind: Literal["random", "shared-prefix", "chat", "sharegpt"] = "random"
-    input_len: int = Field(1024, ge=1)
-    output_len: int = Field(128, ge=1)
-    range_ratio: float = Field(0.0, ge=0.0, lt=1.0)
-    num_prefixes: int = Field(0, ge=0)
-    prefix_len: int = Field(0, ge=0)
-    turns: int = Field(1, ge=1)
-    dataset: str | None = None
-    endpoint: Literal["completions", "chat", "generate"] = "completions"
-    max_concurrency: int | None = Field(256, ge=1)
-    request_rate: float = Field(math.inf, gt=0)
-    burstiness: float = Field(1.0, gt=0)
-    num_requests: int = Field(1000, ge=1)
-    warmup_requests: int = Field(16, ge=0)
-    seed: int = 0
-    # A run whose client lagged more than this (p99, ms) measured the client, not the
-    # server: it is recorded as an invalid measurement.
-    max_client_lag_ms: float = Field(5.0, gt=0)
-    # A run that saw less than this share of the inter-token gaps (tokens batched in one
-    # message, reads that found several messages) cannot tell an ITL: refused (loadgen/gaps.py).
-    min_gap_share: float = Field(0.9, ge=0.0, le=1.0)
-    client_processes: int = Field(1, ge=1)
-
-    @model_validator(mode="after")
-    def _check(self) -> "WorkloadSection":
-        if self.kind == "sharegpt" and not self.dataset:
-            raise ValueError("kind 'sharegpt' needs 'dataset' (a ShareGPT JSON file)")
-        if self.kind == "shared-prefix" and (self.num_prefixes < 1 or self.prefix_len < 1):
-            raise ValueError("kind 'shared-prefix' needs num_prefixes >= 1 and prefix_len >= 1")
-        if self.max_concurrency is None and math.isinf(self.request_rate):
-            raise ValueError("set max_concurrency (closed loop) or a finite request_rate")
-        return self
-
-    @property
-    def longest_request(self) -> int:
-        """Input + output tokens of the longest request (what max_model_len must cover)."""
-        scale = 1.0 + self.range_ratio
-        prompt = math.ceil(self.input_len * scale) + self.prefix_len
-        if self.kind == "chat":
-            prompt = prompt * self.turns + math.ceil(self.output_len * scale) * (self.turns - 1)
-        return prompt + math.ceil(self.output_len * scale)
+# The study file's [workload] is the load generator's one model of a workload: every field
+# is declared there, once, and the simulator and the runner read it as it is.
+WorkloadSection = Workload
 
 
 METRICS = ("output_throughput", "request_throughput", "total_token_throughput", "goodput",
@@ -167,16 +126,8 @@ class SLOSection(_Section):
                 if v is not None and k.startswith("min_") and k != "min_token_agreement"}
 
 
-class MeasurementSection(_Section):
-    """How long one trial's benchmark runs (closed loop): with ``early_stop`` it stops once
-    the steady window's 95 % intervals for output throughput and p99 ITL are within
-    ``throughput_ci`` and ``itl_ci`` (relative half-widths), else at ``max_requests``
-    (default 4 x workload.num_requests). Without it, workload.num_requests as before."""
-
-    early_stop: bool = False
-    throughput_ci: float = Field(0.02, gt=0)
-    itl_ci: float = Field(0.10, gt=0)
-    max_requests: int | None = Field(None, ge=1)
+# How long one trial's benchmark runs: the load generator's early stop, as it is.
+MeasurementSection = Stopping
 
 
 class RangeOverride(_Section):
