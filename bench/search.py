@@ -124,7 +124,7 @@ def _key(flags) -> str:
 
 
 def _workloads(profiles) -> dict[str, dict]:
-    return {n: load_profile(n, "vllm-v1").workload.__dict__ for n in profiles}
+    return {n: json.loads(load_profile(n, "vllm-v1").workload.model_dump_json()) for n in profiles}
 
 
 def fronts_of(profiles, runs: list[dict]) -> dict[str, dict]:
@@ -147,7 +147,8 @@ def fronts_of(profiles, runs: list[dict]) -> dict[str, dict]:
                 "default": {"reference": [-own[0], own[1]],
                             "hv_grid": front_volume(grid_pts, own),
                             "hv_best_known": front_volume(grid_pts + run_pts, own)},
-                "workload": profile.workload.__dict__, "held_out": name in HELD_OUT,
+                "workload": json.loads(profile.workload.model_dump_json()),
+                "held_out": name in HELD_OUT,
             }
     return fronts
 
