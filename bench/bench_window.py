@@ -6,7 +6,9 @@ load generator (``tuner.loadgen.run_benchmark``, closed loop) against it in pair
 of the same configuration on the same server, each with prompts of its own seed (the same
 prompts again would be served from the prefix cache). For each pair it asks whether the second run's
 steady-window output throughput lies inside the first run's reported 95 % interval (and the
-other way round), and does the same for p99 ITL. The whole-run throughputs (vLLM's figures)
+other way round), and does the same for p99 ITL: once for the mean's interval, once for the
+repeat-run interval (``repeat_half_width``, sqrt 2 wider), which is the one that claims to
+hold a second run. The whole-run throughputs (vLLM's figures)
 are reported beside them. Writes bench/results/window.json.
 
     .venv/bin/python bench/bench_window.py [--pairs 10] [--requests 400] [--concurrency 64]
@@ -50,11 +52,13 @@ def one_run(url: str, model: str, args, seed: int) -> dict:
             "invalid_reason": r.invalid_reason}
 
 
-def inside(run: dict, other: dict, key: str) -> bool | None:
+def inside(run: dict, other: dict, key: str, half: str = "half_width") -> bool | None:
+    """Whether ``other``'s window figure lies within ``run``'s interval: ``half_width`` (the
+    mean's 95 % interval) or ``repeat_half_width`` (where a repeat run should fall)."""
     iv = run["window"].get(key)
-    if not iv:
+    if not iv or not other["window"].get(key):
         return None
-    return abs(other["window"][key]["value"] - iv["value"]) <= iv["half_width"]
+    return abs(other["window"][key]["value"] - iv["value"]) <= iv[half]
 
 
 def main() -> int:
@@ -88,6 +92,8 @@ def main() -> int:
             for key in ("output_throughput", "p99_itl_ms"):
                 pair[f"{key}_b_in_a"] = inside(a, b, key)
                 pair[f"{key}_a_in_b"] = inside(b, a, key)
+                pair[f"{key}_b_in_a_repeat"] = inside(a, b, key, "repeat_half_width")
+                pair[f"{key}_a_in_b_repeat"] = inside(b, a, key, "repeat_half_width")
             pairs.append(pair)
             print(f"pair {i + 1}: window tok/s {a['window']['output_throughput']} vs "
                   f"{b['window']['output_throughput']}; whole-run {a['output_throughput']:.0f} "
@@ -116,7 +122,18 @@ def main() -> int:
         "throughput_a_in_b": count("output_throughput_a_in_b"),
         "p99_itl_b_in_a": count("p99_itl_ms_b_in_a"),
         "p99_itl_a_in_b": count("p99_itl_ms_a_in_b"),
+        # The interval reported for a repeat run (sqrt 2 wider: see tuner/loadgen/window.py).
+        "throughput_b_in_a_repeat": count("output_throughput_b_in_a_repeat"),
+        "throughput_a_in_b_repeat": count("output_throughput_a_in_b_repeat"),
+        "p99_itl_b_in_a_repeat": count("p99_itl_ms_b_in_a_repeat"),
+        "p99_itl_a_in_b_repeat": count("p99_itl_ms_a_in_b_repeat"),
         "throughput_ci_rel_median": float(np.median(rel)) if rel else None,
+        "throughput_repeat_rel_median": float(np.median(
+            [r["window"]["output_throughput"]["repeat_rel"] for r in runs
+             if r["window"].get("output_throughput")] or [np.nan])),
+        "throughput_lag1_median": float(np.median(
+            [r["window"]["output_throughput"]["lag1"] for r in runs
+             if r["window"].get("output_throughput")] or [np.nan])),
         "whole_run_throughput_spread_rel": float((whole.max() - whole.min()) / np.median(whole)),
         "pairs": pairs,
         "command": "python bench/bench_window.py " + " ".join(sys.argv[1:]),

@@ -3,10 +3,11 @@ outputs (exact binary fractions: no clock, no socket)."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from tuner.loadgen.client import RequestOutput
-from tuner.loadgen.window import MIN_BATCHES, steady_window
+from tuner.loadgen.window import MIN_BATCHES, _interval, lag1, steady_window
 
 pytestmark = pytest.mark.unit
 
@@ -53,6 +54,21 @@ def test_a_run_that_changes_half_way_has_a_wide_interval():
     w = steady_window(closed_loop(4, 15, slow_after=8.0))
     assert w.output_throughput.rel > 0.10 and w.p99_itl_ms.rel > 0.10
     assert not w.within(0.02, 0.10)
+    # A repeat run has its own error beside this one's: its interval is sqrt 2 wider, and
+    # wider again here, where one slow spell makes the batches correlated.
+    iv = w.output_throughput
+    assert iv.lag1 > 0.5
+    factor = (2 * (1 + iv.lag1) / (1 - iv.lag1)) ** 0.5
+    assert iv.repeat_half_width == pytest.approx(iv.half_width * factor)
+    assert iv.repeat_rel == pytest.approx(iv.rel * factor)
+
+
+def test_uncorrelated_batches_widen_a_repeat_run_by_sqrt_2_only():
+    assert lag1(np.array([1.0, 3.0, 1.0, 3.0, 1.0, 3.0])) < 0  # alternating: taken as 0
+    assert lag1(np.array([2.0, 2.0, 2.0, 2.0])) == 0.0
+    assert lag1(np.array([1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0])) == pytest.approx(0.625)
+    iv = _interval(2.0, [1.0, 3.0, 1.0, 3.0, 1.0, 3.0])
+    assert iv.repeat_half_width == pytest.approx(iv.half_width * 2 ** 0.5)
 
 
 def test_too_short_a_window_gives_no_interval():

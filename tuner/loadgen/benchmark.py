@@ -213,8 +213,8 @@ def window_in_simulated_time(window: Window | None, time_scale: float) -> dict |
     out = window.to_dict()
     for key, factor in (("output_throughput", 1.0 / time_scale), ("p99_itl_ms", time_scale)):
         if out[key] is not None:
-            out[key] = {**out[key], "value": out[key]["value"] * factor,
-                        "half_width": out[key]["half_width"] * factor}
+            out[key] = {**out[key], **{k: out[key][k] * factor for k in
+                                       ("value", "half_width", "repeat_half_width")}}
     return out
 
 

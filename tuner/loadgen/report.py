@@ -107,6 +107,7 @@ def _window(result: BenchmarkResult) -> list[str]:
                        ("p99_itl_ms", f"P99 {w['itl_metric'].upper().replace('_', ' ')} (ms):")):
         iv = w[key]
         lines.append(_row(label, "no interval (window too short)" if iv is None else
-                          f"{iv['value']:.2f} +- {iv['half_width']:.2f} ({iv['rel']:.1%})"))
+                          f"{iv['value']:.2f} +- {iv['half_width']:.2f} ({iv['rel']:.1%}); "
+                          f"a repeat run +- {iv['repeat_half_width']:.2f}"))
     lines.append(_row("Stopped:", result.stop_reason))
     return lines

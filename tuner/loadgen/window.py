@@ -15,6 +15,18 @@ load repeats with that period), at most ``MAX_BATCHES``. Each batch gives an out
 throughput and a p99 ITL; the interval is the batch mean +- t(0.975, b - 1) * sd / sqrt(b),
 and it is reported relative to the window's own figure (pooled over the whole window).
 Fewer than ``MIN_BATCHES`` batches give no interval.
+
+That interval is about the mean: it holds the configuration's true figure 95 times in 100.
+Another run of the same configuration has an error of its own, as large, so the difference
+of two runs' figures has twice the variance, and a second run lands inside the first one's
+interval only about 83 times in 100 (P(|Z| < 1.96 / sqrt 2)). ``repeat_half_width`` is the
+interval for that question, what a repeat run of the same length measures: t(0.975, b - 1) *
+sd * sqrt(2 / b), sqrt 2 times the mean's half-width, and wider still when neighbouring
+batches are correlated: a slow spell that lasts several batches (a neighbour's job on a
+shared host, a long request mix) makes their mean vary more than sd^2 / b says. With ``lag1``
+the batches' lag-1 autocorrelation (taken as 0 when negative), the variance of a mean of b
+AR(1) batches is about sd^2 / b * (1 + lag1) / (1 - lag1), the usual batch-means
+correction. It still assumes that runs differ only by noise of the kind seen inside one run.
 """
 
 from __future__ import annotations
@@ -37,11 +49,16 @@ _T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 
 
 @dataclass(frozen=True)
 class Interval:
-    """A figure over the window with its 95 % half-width (absolute and relative)."""
+    """A figure over the window with its 95 % half-width (absolute and relative), and the
+    half-width within which a repeat run of the same length falls (see the module's
+    docstring)."""
 
     value: float
     half_width: float
     rel: float
+    repeat_half_width: float = math.nan
+    repeat_rel: float = math.nan
+    lag1: float = math.nan  # the batch figures' lag-1 autocorrelation
 
 
 @dataclass(frozen=True)
@@ -133,4 +150,22 @@ def _interval(value: float, samples: Sequence[float]) -> Interval | None:
         return None
     arr, value = np.asarray(samples, dtype=float), float(value)
     half = t975(arr.size - 1) * float(np.std(arr, ddof=1)) / math.sqrt(arr.size)
-    return Interval(value, half, half / value if value > 0 else math.inf)
+    rho = lag1(arr)
+    # Two runs' errors, each of variance sd^2 / b, inflated for correlated batches (AR(1)).
+    inflation = (1.0 + max(0.0, rho)) / (1.0 - max(0.0, rho))
+    repeat = half * math.sqrt(2.0 * inflation)
+    return Interval(value, half, _rel(half, value), repeat, _rel(repeat, value), rho)
+
+
+MAX_LAG1 = 0.9  # past this the AR(1) factor (19) says only that the window is one slow drift
+
+
+def lag1(samples: np.ndarray) -> float:
+    """The lag-1 autocorrelation of a series (0 for a constant one), at most ``MAX_LAG1``."""
+    dev = samples - samples.mean()
+    denom = float(dev @ dev)
+    return min(MAX_LAG1, float(dev[1:] @ dev[:-1]) / denom) if denom > 0 else 0.0
+
+
+def _rel(half: float, value: float) -> float:
+    return half / value if value > 0 else math.inf
