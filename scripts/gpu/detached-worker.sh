@@ -13,7 +13,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 study_file=$1 n=$2 watch=$3
-bash scripts/gpu/install.sh
+[ -f /tmp/site/.tuner-wheels ] || bash scripts/gpu/install.sh
 source scripts/gpu/env.sh
 export TUNER_HOME=${TUNER_HOME:-/root/tuner-home}
 mkdir -p "$TUNER_HOME"
@@ -29,7 +29,7 @@ else
   nvidia-smi --query-gpu=name,memory.used,memory.total,driver_version --format=csv
   PYTHONUNBUFFERED=1 "$TUNER_GPU_PY" -m tuner study create "$study_file"
   PYTHONUNBUFFERED=1 setsid nohup "$TUNER_GPU_PY" -m tuner worker "$name" --gpus 0 \
-    --n-trials "$n" >> "$TUNER_HOME/worker.log" 2>&1 < /dev/null &
+    --n-trials "$n" --trust-stored-engine >> "$TUNER_HOME/worker.log" 2>&1 < /dev/null &
   echo $! > "$pidfile"
   echo "detached-worker: started the worker (pid $!)"
 fi

@@ -33,16 +33,23 @@ def main(db: str, name: str, out: str) -> int:
         m, f = r.metrics, r.flags
         dump.append({"number": t.number, "state": t.state.name, **{k: u.get(k) for k in (
             "outcome", "baseline", "flags", "command", "metrics", "vllm_bench", "server",
-            "noise", "phases", "kv_cache_tokens", "vllm_version", "gpu_name",
-            "duplicate_of", "failure")}})
+            "noise", "phases", "start_phases", "window", "stop_reason", "repeats",
+            "spread", "kv_cache_tokens", "vllm_version", "gpu_name", "duplicate_of",
+            "failure")}})
         flags = " ".join(f"{SHORT[k]}={v}" for k, v in f.items() if k in SHORT)
         tput = f"{m['output_throughput']:,.0f}" if m else "-"
         itl = f"{m['p99_itl_ms']:.1f}" if m else "-"
         ttft = f"{m['median_ttft_ms']:,.0f}" if m else "-"
+        p99_ttft = f"{m['p99_ttft_ms']:,.0f}" if m else "-"
+        sp = r.spread or {}
+        runs = (f"{sp['output_throughput'].n} ({sp['output_throughput'].rel:.1%} / "
+                f"{sp['p99_itl_ms'].rel:.1%})" if "p99_itl_ms" in sp else ("1" if m else "-"))
+        sent = f"{m['completed']:,.0f} ({r.stop_reason or '-'})" if m else "-"
         note = r.baseline or (f"duplicate of {r.duplicate_of}" if r.duplicate_of is not None
                               else "")
         rows.append(f"| {t.number} | {r.outcome or r.state} | {note} | "
-                    f"{tput} | {itl} | {ttft} | {r.kv_cache_tokens or '-'} | {flags} |")
+                    f"{tput} | {itl} | {ttft} | {p99_ttft} | {runs} | {sent} | "
+                    f"{r.kv_cache_tokens or '-'} | {flags} |")
         v = r.vllm_bench or {}
         if v and m:
             cells = []
@@ -55,10 +62,14 @@ def main(db: str, name: str, out: str) -> int:
                             + " | ".join(cells) + " |")
     meta = next((d for d in dump if d.get("gpu_name")), {})
     head = (f"GPU: {meta.get('gpu_name')}, vLLM {meta.get('vllm_version')}; study `{name}` "
-            f"(studies/{name}.toml): random prompts 1024 in / 128 out, 1,000 requests per "
-            "trial, closed loop at concurrency 256.\n\n")
+            f"(studies/{name}.toml): random prompts 1024 in / 128 out, closed loop at "
+            "concurrency 256. Figures are the medians over a trial's runs on one server "
+            "(runs: how many, and the range of throughput / p99 ITL over them); requests: "
+            "completed in the first run, and why it stopped (count, or the early stop's "
+            "`early` / `cap`).\n\n")
     trials = (head + "| trial | outcome | baseline / note | output tok/s | p99 ITL ms | "
-              "median TTFT ms | KV-cache tokens | flags |\n|---|---|---|---|---|---|---|---|\n"
+              "median TTFT ms | p99 TTFT ms | runs (spread) | requests | KV-cache tokens | "
+              "flags |\n" + "|---" * 11 + "|\n"
               + "\n".join(rows) + "\n")
     compare = (head + "Same server, same workload, run back to back: ours, then "
                "`vllm bench serve` (cells: ours / vLLM's (difference); goals: throughput "

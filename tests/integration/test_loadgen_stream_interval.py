@@ -113,6 +113,7 @@ def test_confirmation_runs_keep_every_repetition_and_tell_the_medians(tmp_path):
 
     told = measure(spec, {}, {}, 0, slot, TrialRecord(), lambda _phase: None, confirm)
     assert told.outcome == record.MEASURED and len(asked) == 1
+    assert told.phases["confirm"] > 0  # their own phase, not the tuner's overhead
     runs = told.repeats
     assert len(runs) == 3 and runs[0]["metrics"]["output_throughput"] == asked[0]
     spread = told.spread["output_throughput"]

@@ -174,3 +174,15 @@ def test_one_objective_study():
     assert [r.number for r in pareto_front(records, goal)] == [1, 2]  # equal values tie
     assert [v for _, v in history(records, goal, (3000,))] == [0, 500, 500]
     assert pick_best(records, goal, {}, "latency").metric == "p99_itl_ms"
+
+
+def test_ruled_out_names_the_study_slo_that_leaves_nothing_under_the_users_limit():
+    from tuner.results.best import ruled_out
+
+    records = [rec(1, 1700, 24, ttft=20000.0), rec(2, 1900, 28, ttft=16000.0),
+               rec(3, 1800, 20, ttft=12000.0), rec(4, 3800, 47, ttft=7000.0)]
+    slo = {"p99_itl_ms": 250, "p99_ttft_ms": 10000}
+    out = ruled_out(records, {"p99_itl_ms": 25}, slo)
+    assert {k: [r.number for r in v] for k, v in out.items()} == {"p99_ttft_ms": [1, 3]}
+    assert ruled_out(records, {"p99_itl_ms": 10}, slo) == {}  # the user's limit leaves none
+    assert ruled_out(records, {"p99_itl_ms": 50}, slo)["p99_ttft_ms"][-1].number == 3

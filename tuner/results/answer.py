@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from tuner.results.best import limits_for, pick_best
+from tuner.results.best import limits_for, pick_best, ruled_out
 from tuner.results.flagdiff import changed_flags
 from tuner.results.gains import format_gains, gains
 from tuner.results.lossy import accuracy_doc, accuracy_line
@@ -53,9 +53,31 @@ def best_answer(summary: Summary, fmt: str = "cli", max_itl_p99: float | None = 
     if ok:
         return BestAnswer(text, True, None, about)
     over = ", ".join(_over(chosen, k, pick.limits) for k in pick.excess)
+    why = _ruled_out(summary, max_itl_p99, max_ttft_p99)
     return BestAnswer(text, False, f"no measured trial of study {summary.name} meets "
-                                   f"{limits}; the closest is trial {chosen.number} ({over})",
-                      about)
+                                   f"{limits}{why}; the closest is trial {chosen.number} "
+                                   f"({over})", about)
+
+
+def _ruled_out(summary: Summary, max_itl_p99: float | None,
+               max_ttft_p99: float | None) -> str:
+    """'' or ': trials 4, 9 meet p99_itl_ms <= 25 but the study's SLO p99_ttft_ms <= 10000
+    rules them out (20,212.0)': which of the study's own SLOs leaves nothing."""
+    own = {k: v for k, v in (("p99_itl_ms", max_itl_p99), ("p99_ttft_ms", max_ttft_p99))
+           if v is not None}
+    if not own:  # the study's SLOs alone leave nothing: the line says so already
+        return ""
+    slo = summary.spec.slo.limits()
+    parts = []
+    for metric, trials in ruled_out(summary.records, own, slo).items():
+        values = ", ".join(f"{t.metric(metric) or 0:,.1f}" for t in trials)
+        parts.append(f"trial{'s' if len(trials) > 1 else ''} "
+                     f"{', '.join(str(t.number) for t in trials)} meet"
+                     f"{'' if len(trials) > 1 else 's'} "
+                     f"{', '.join(f'{k} <= {v:g}' for k, v in own.items())} but the study's "
+                     f"SLO {metric} <= {slo[metric]:g} rules "
+                     f"{'them' if len(trials) > 1 else 'it'} out ({values})")
+    return (": " + "; ".join(parts)) if parts else ""
 
 
 def _over(chosen, key: str, limits) -> str:

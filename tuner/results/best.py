@@ -75,6 +75,21 @@ def excess(r: TrialRecord, limits: Mapping[str, float]) -> dict[str, float]:
     return out
 
 
+def ruled_out(records: Sequence[TrialRecord], own: Mapping[str, float],
+              slo: Mapping[str, float]) -> dict[str, tuple[TrialRecord, ...]]:
+    """When nothing meets the limits: the measured trials that meet the user's ``own``
+    limits (``--max-itl-p99``...) but miss one of the study's ``slo``, by the SLO that
+    rules each out (metric -> trials). Empty when no trial meets the user's limits, so the
+    answer can say which SLO, not the user's limit, leaves nothing."""
+    out: dict[str, list[TrialRecord]] = {}
+    for r in unique_configs([r for r in records if r.measured]):
+        if excess(r, own):
+            continue
+        for metric in excess(r, slo):
+            out.setdefault(metric, []).append(r)
+    return {k: tuple(v) for k, v in out.items()}
+
+
 def pick_best(records: Sequence[TrialRecord], goals: Sequence[Goal],
               limits: Mapping[str, float], prefer: Prefer = "throughput",
               lossless_first: bool = False) -> Pick:

@@ -156,7 +156,9 @@ def measure(spec: StudySpec, flags: Mapping[str, Any], launch_flags: Mapping[str
         if told is None:
             told = _benchmark(spec, server, base, phases, phase)
             if confirm is not None and told.outcome == record.MEASURED:
+                t0 = time.monotonic()
                 told = _confirm(spec, server, told, confirm(told.metrics), phase)
+                phases["confirm"] = time.monotonic() - t0
             if guard is not None and told.outcome == record.MEASURED and guard.role(spec, told):
                 phase("accuracy")
                 t0 = time.monotonic()

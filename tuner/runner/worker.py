@@ -238,8 +238,8 @@ class Worker:
             ph = dict(told.phases)
             ph["total"] = time.monotonic() - t0
             ph["overhead"] = max(0.0, ph["total"] - sum(
-                ph.get(k, 0) for k in ("start", "benchmark", "crosscheck", "accuracy",
-                                       "stop", "gpu_release")))
+                ph.get(k, 0) for k in ("start", "benchmark", "confirm", "crosscheck",
+                                       "accuracy", "stop", "gpu_release")))
             told = dataclasses.replace(told, phases=ph)
         with deferred_interrupts() as held:
             self._db(lambda: tell(self.study, trial, told))
