@@ -93,3 +93,16 @@ def test_async_scheduling_and_stream_interval_as_vllm_reports_them():
     assert logparse.stream_interval(LOG_ASYNC, {}) == 4
     assert logparse.stream_interval(LOG_ASYNC, {"stream_interval": 8}) == 8
     assert logparse.stream_interval("non-default args: {'port': 1}", {}) == 1
+
+
+def test_vllm_bench_sends_as_many_requests_as_our_run_did(tmp_path):
+    from pathlib import Path
+
+    from tuner.runner import crosscheck
+
+    spec = load_study_file(Path("studies/llama3-8b-h200.toml"))
+    argv = crosscheck.command(spec, "http://127.0.0.1:1", "m", tmp_path, 1573)
+    assert argv[argv.index("--num-prompts") + 1] == "1573"  # the early stop's length
+    argv = crosscheck.command(spec, "http://127.0.0.1:1", "m", tmp_path)
+    assert argv[argv.index("--num-prompts") + 1] == str(spec.workload.num_requests)
+    assert argv[argv.index("--max-concurrency") + 1] == "256"

@@ -4,7 +4,10 @@ With ``engine.crosscheck_trials = N`` a worker's first N launched trials also ru
 `vllm bench serve` (random prompts of the study's lengths, the same request count and
 concurrency, ignore_eos) right after our load generator, before the server stops; its
 figures are stored beside ours (user attribute ``vllm_bench``) so the two can be compared
-on the same runs. Only for the random workload on /v1/completions.
+on the same runs. Only for the random workload on /v1/completions. With the early stop our
+run's length varies; vLLM's then sends as many requests as our first run completed, since
+whole-run figures (median TTFT above all) depend on the share of the run spent in the ramp
+and the drain.
 """
 
 from __future__ import annotations
@@ -30,13 +33,14 @@ def applicable(spec: StudySpec) -> bool:
             and spec.workload.endpoint == "completions")
 
 
-def command(spec: StudySpec, url: str, model: str, result_dir: Path) -> list[str]:
+def command(spec: StudySpec, url: str, model: str, result_dir: Path,
+            num_prompts: int | None = None) -> list[str]:
     w = spec.workload
     cmd = [spec.engine.python, "-m", "vllm.entrypoints.cli.main", "bench", "serve",
            "--backend", "openai", "--base-url", url, "--endpoint", "/v1/completions",
            "--model", model, "--tokenizer", spec.model.path, "--dataset-name", "random",
            "--random-input-len", str(w.input_len), "--random-output-len", str(w.output_len),
-           "--random-range-ratio", str(w.range_ratio), "--num-prompts", str(w.num_requests),
+           "--random-range-ratio", str(w.range_ratio), "--num-prompts", str(num_prompts or w.num_requests),
            "--ignore-eos", "--num-warmups", str(w.warmup_requests), "--seed", str(w.seed),
            "--percentile-metrics", "ttft,tpot,itl,e2el", "--metric-percentiles", "50,90,99",
            "--save-result", "--result-dir", str(result_dir), "--result-filename", "r.json",
@@ -46,10 +50,12 @@ def command(spec: StudySpec, url: str, model: str, result_dir: Path) -> list[str
     return cmd
 
 
-def run(spec: StudySpec, url: str, model: str, env: dict[str, str]) -> dict[str, Any]:
-    """vLLM's figures for the same workload, or {"error": ...}; never raises."""
+def run(spec: StudySpec, url: str, model: str, env: dict[str, str],
+        num_prompts: int | None = None) -> dict[str, Any]:
+    """vLLM's figures for the same workload (``num_prompts`` requests, else the study's
+    count), or {"error": ...}; never raises."""
     with tempfile.TemporaryDirectory(prefix="tuner-crosscheck-") as tmp:
-        cmd = command(spec, url, model, Path(tmp))
+        cmd = command(spec, url, model, Path(tmp), num_prompts)
         try:
             p = subprocess.run(cmd, capture_output=True, text=True, env=env,
                                timeout=spec.engine.benchmark_timeout_s)
