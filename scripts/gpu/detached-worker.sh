@@ -9,7 +9,8 @@
 #   bash scripts/gpu/detached-worker.sh STUDY_FILE N_TRIALS WATCH_S
 # STOP=1: interrupt the worker instead (SIGINT: a running trial is recorded as stopped and
 # queued again) and wait up to WATCH_S for it to exit, then copy. The worker's own output
-# is $TUNER_HOME/worker.log (also copied).
+# is $TUNER_HOME/worker.log (also copied). A carried .gpu-state/tuner.db (an earlier
+# window's study) is resumed when the box has no study database yet.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 study_file=$1 n=$2 watch=$3
@@ -17,6 +18,10 @@ study_file=$1 n=$2 watch=$3
 source scripts/gpu/env.sh
 export TUNER_HOME=${TUNER_HOME:-/root/tuner-home}
 mkdir -p "$TUNER_HOME"
+if [ -f .gpu-state/tuner.db ] && [ ! -f "$TUNER_HOME/tuner.db" ]; then
+  cp .gpu-state/tuner.db "$TUNER_HOME/tuner.db"  # resume a study from an earlier window
+  echo "detached-worker: resumed the study database carried in .gpu-state/tuner.db"
+fi
 name=$(basename "$study_file" .toml)
 pidfile=$TUNER_HOME/worker.pid
 running() { [ -f "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null; }
