@@ -123,12 +123,7 @@ def test_annotations_only_imports_do_not_count():
 
 ADAPTER = ROOT / "optuna_adapter.py"
 # Private names that are ours (or another library's), not Optuna's: where and why.
-OWN_PRIVATE = {
-    ("tuner/search/proposer.py", "_rng"): "LocalSampler's own random state (issue 18 may "
-                                          "give Proposer a settings object)",
-    ("tuner/search/proposer.py", "_local_share"): "LocalSampler's own setting",
-    ("tuner/search/proposer.py", "_probes"): "LocalSampler's own setting",
-}
+OWN_PRIVATE: dict[tuple[str, str], str] = {}
 
 
 def optuna_private_names() -> set[str]:

@@ -2,7 +2,7 @@
 
 A study's score is its gain over vLLM's defaults, so the region around the default
 configuration matters most. ``LocalSampler`` proposes the first of these that gives a
-configuration not asked yet (``tuner.search.proposer``; ``LocalSampler.order``):
+configuration not asked yet (``tuner.search.proposer``; ``LocalSettings.order``):
 
 1. **extend**: a numeric move that gained, repeated from where it landed (the same factor
    on a log scale, the same step on a linear one: a pattern search);
@@ -52,7 +52,7 @@ from optuna.distributions import BaseDistribution
 from optuna.trial import TrialState
 
 from tuner import optuna_adapter
-from tuner.search.proposer import MOVE, Proposer, pareto
+from tuner.search.proposer import MOVE, LocalSettings, Proposer, pareto
 from tuner.search.steps import PROBES
 from tuner.trials.queries import started
 
@@ -69,8 +69,7 @@ class LocalSampler(optuna.samplers.BaseSampler):
                  local_share: float = 0.6, probes: Sequence = PROBES) -> None:
         self._base = base
         self._rng = np.random.RandomState(seed)
-        self._local_share = local_share
-        self._probes = tuple(probes)
+        self._settings = LocalSettings(self.order, local_share, tuple(probes))
 
     # optuna's sampler protocol ------------------------------------------------------
     def infer_relative_search_space(self, study, trial) -> dict[str, BaseDistribution]:
@@ -86,8 +85,8 @@ class LocalSampler(optuna.samplers.BaseSampler):
         # flight, TPE (own seed per worker, constant liar) proposes a distinct one.
         alone = not any(t.state == TrialState.RUNNING and t.number != trial.number
                         for t in trials)
-        proposal = Proposer(self, trials, study.directions, search_space).propose() \
-            if alone else None
+        proposal = Proposer(self._settings, self._rng, trials, study.directions,
+                            search_space).propose() if alone else None
         if proposal is not None:
             params, move = proposal
             optuna_adapter.set_trial_system_attr(study, trial, MOVE, move)

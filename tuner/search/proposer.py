@@ -2,15 +2,16 @@
 
 ``Proposer`` sees the trials (what was asked, what each ran with, the default baseline,
 the measured front and each point's gain above the default) and makes the first move that
-its owner's ``order`` lists and that proposes a configuration not asked yet (see
+its ``LocalSettings.order`` lists and that proposes a configuration not asked yet (see
 ``tuner.search.local`` for the moves and why).
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import optuna
@@ -39,12 +40,28 @@ def pareto(trials: Sequence[FrozenTrial], signs: Sequence[float]) -> list[Frozen
     return nondominated(trials, [tuple(s * v for s, v in zip(signs, t.values)) for t in trials])
 
 
+@dataclass(frozen=True)
+class LocalSettings:
+    """What the local sampler asks of a proposal: the deterministic moves in the order they
+    are tried (names of ``Proposer.MOVES``), the share of local moves when none applies
+    (else the base sampler proposes), and the probes (``tuner.search.steps.PROBES``)."""
+
+    order: tuple[str, ...]
+    local_share: float
+    probes: tuple
+
+
 class Proposer:
     """One proposal's view of the study: what was asked, the default, the front."""
 
-    def __init__(self, owner: Any, trials: Sequence[FrozenTrial], directions,
-                 space: dict[str, BaseDistribution]):
-        self.owner, self.rng, self.space = owner, owner._rng, space
+    MOVES = ("extend", "mirror", "shrink", "fill", "probe")
+
+    def __init__(self, settings: LocalSettings, rng: np.random.RandomState,
+                 trials: Sequence[FrozenTrial], directions, space: dict[str, BaseDistribution]):
+        unknown = set(settings.order) - set(self.MOVES)
+        if unknown:
+            raise ValueError(f"unknown moves {sorted(unknown)}; choose from {self.MOVES}")
+        self.settings, self.rng, self.space = settings, rng, space
         self.origins = {t.number: self._origin(t) for t in trials if t.params}
         self.asked = {self.key(t.params) for t in trials if t.params}
         self.asked |= {self.key(o) for o in self.origins.values()}
@@ -100,11 +117,14 @@ class Proposer:
         return [self.scaled(dict(k)) for k in self.asked]
 
     def propose(self) -> tuple[dict[str, Any], dict] | None:
-        for name in self.owner.order:
-            out = getattr(self, name)()
+        moves: dict[str, Callable[[], tuple[dict[str, Any], dict] | None]] = {
+            "extend": self.extend, "mirror": self.mirror, "shrink": self.shrink,
+            "fill": self.fill, "probe": self.probe}
+        for name in self.settings.order:
+            out = moves[name]()
             if out is not None:
                 return out
-        if self.rng.rand() >= self.owner._local_share or not self.done:
+        if self.rng.rand() >= self.settings.local_share or not self.done:
             return None
         return self.local()
 
@@ -212,7 +232,7 @@ class Proposer:
         if center is None:
             return None
         here = self.origin(center)
-        for probe in self.owner._probes:
+        for probe in self.settings.probes:
             steps = {n: s for n, s in probe.items() if n in self.space}
             if probe_key(steps) in self.inert:
                 continue
