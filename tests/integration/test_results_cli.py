@@ -139,3 +139,25 @@ def test_usage_errors(storage_url, run_cli, tmp_path):
     make_study(storage_url, "empty", name="e")
     code, _, err = run_cli("report", "e", "--storage", storage_url, "-o", tmp_path / "r.pdf")
     assert code == 2 and "ending in .html" in err
+
+
+def test_best_on_the_h200_study_answers_each_limit_or_names_the_slo_in_the_way(run_cli,
+                                                                                  tmp_path):
+    """The committed H200 study (results/h200/round2/, measured): 50 ms has an answer; under
+    25 ms the one trial (24.7 ms) misses the study's p99 TTFT SLO, and the error says so."""
+    import shutil
+    from pathlib import Path
+
+    db = tmp_path / "h200.db"
+    shutil.copy(Path(__file__).parents[2] / "results/h200/round2/study.db", db)
+    storage = f"sqlite:///{db}"
+    code, out, err = run_cli("best", "llama3-8b-h200", "--storage", storage,
+                             "--max-itl-p99", "50")
+    assert code == 0, err
+    assert "--max-num-batched-tokens 1222" in out and "--max-num-seqs 157" in out
+    code, out, err = run_cli("best", "llama3-8b-h200", "--storage", storage,
+                             "--max-itl-p99", "25")
+    assert code == 1 and len(lines(err)) == 1
+    assert ("trial 4 meets p99_itl_ms <= 25 but the study's SLO p99_ttft_ms <= 10000 rules "
+            "it out (20,212.3)") in err
+    assert all(line.startswith("#") for line in lines(out))  # the closest, never runnable
