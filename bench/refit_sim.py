@@ -19,7 +19,7 @@ import sys
 import time
 
 from calibrate_sim import fit_speed, measured_points, outcome_values
-from sim_error import SETS, ROOT, Row, make_rows, render_rows, tally, workload_of, load_trials
+from sim_error import SETS, ROOT, Row, load_trials, make_rows, render_rows, sent, tally, workload_of
 
 # Named before the fit (2026-12-01): the low-latency corner's budget 1,024 with graphs, 64
 # sequences and the only eager budget 512; two budgets of the 12-01 study; 11-29 trial 8.
@@ -34,8 +34,8 @@ def gather():
         if not (ROOT / s.path).exists():
             continue
         trials = load_trials(s)
-        base = {t["number"]: t.get("baseline") for t in trials}
-        out += [(s, p, base.get(p.trial)) for p in measured_points(trials)]
+        base, n = {t["number"]: t.get("baseline") for t in trials}, sent(trials)
+        out += [(s, p, base.get(p.trial), n[p.trial]) for p in measured_points(trials)]
     return out
 
 
@@ -47,11 +47,11 @@ def rows(items, consts, graphs_uncoalesced: bool = False) -> list[Row]:
     shape, gpu = load_shape(MODEL), load_gpu("h200")
     defaults = flags_from_command(["vllm", "serve"])
     out = []
-    for s, p, b in items:
+    for s, p, b, n in items:
         k = consts
         if graphs_uncoalesced and not p.flags.get("enforce_eager"):
             k = dataclasses.replace(consts, itl_coalesced_fraction=0.0)
-        v = outcome_values(evaluate(p.flags, shape, gpu, workload_of(s.study), k))
+        v = outcome_values(evaluate(p.flags, shape, gpu, workload_of(s.study, n), k))
         out += make_rows(s.label, [p], defaults, {p.trial: b}, [v])
     return out
 
@@ -77,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     held = [i for i in items if (i[0].label, i[1].trial) in HELD_OUT]
     say(f"{len(fit)} configurations fitted, {len(held)} held out")
     current = engine_constants()
-    speed = fit_speed([p for _, p, _ in fit], current, say, args.max_evals)
+    speed = fit_speed([i[1] for i in fit], current, say, args.max_evals)
     say(f"fitted: {speed}")
     refit = dataclasses.replace(current, **speed)
     for name, part in (("fitted", fit), ("held out", held)):

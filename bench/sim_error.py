@@ -4,10 +4,10 @@
     .venv/bin/python bench/sim_error.py --write    # and put it into results/h200/simulator-error.md
 
 Each measured set (``SETS``: the first study of 2026-11-29/30, the two-GPU run, the study of
-2026-12-01 and the calibration set of 2026-12-01) is read as recorded, one row per distinct
-measured configuration, and run through ``tuner.sim.evaluate`` with the constants now in
-``tuner/sim/profiles.toml``, the flags of the `vllm serve` command the trial ran and its
-study's workload. Errors are model / measured - 1, judged against the goal of issue 21:
+2026-12-01, the calibration set of 2026-12-01 and round 2's study) is read as recorded, one
+row per distinct measured configuration, and run through ``tuner.sim.evaluate`` with the
+constants now in ``tuner/sim/profiles.toml``, the flags of the `vllm serve` command the trial
+ran and its study's workload, for as many requests as the trial's run completed. Errors are model / measured - 1, judged against the goal of issue 21:
 output throughput within 10 %, p99 ITL within 15 %. Median TTFT is shown, not judged.
 
 ``--write`` puts the table between two markers in the report (the prose around it is
@@ -56,6 +56,8 @@ SETS = (
                 "studies/llama3-8b-h200.toml", "llama3-8b-h200-p4"),
     MeasuredSet("12-01 calib", "results/h200/calibration/trials.json",
                 "studies/llama3-8b-h200-calib.toml"),
+    MeasuredSet("12-01 round 2", "results/h200/round2/study.db",
+                "studies/llama3-8b-h200.toml", "llama3-8b-h200"),
 )
 
 
@@ -167,15 +169,24 @@ def load_trials(s: MeasuredSet) -> list[dict[str, Any]]:
     return [{"number": t.number, **from_frozen(t).to_user_attrs()} for t in study.trials]
 
 
-def workload_of(study: str):
+def workload_of(study: str, num_requests: int | None = None):
+    """The study's workload, run for ``num_requests`` (default: the study's own count)."""
     import tomllib
 
     from tuner.sim import SimWorkload
 
     w = tomllib.loads((ROOT / study).read_text())["workload"]
     return SimWorkload(max_concurrency=int(w["max_concurrency"]),
-                       num_requests=int(w["num_requests"]), input_len=int(w["input_len"]),
-                       output_len=int(w["output_len"]))
+                       num_requests=int(num_requests or w["num_requests"]),
+                       input_len=int(w["input_len"]), output_len=int(w["output_len"]))
+
+
+def sent(trials: list[dict[str, Any]]) -> dict[int, int | None]:
+    """Requests each trial's (first) run completed, by trial number: the simulated run is as
+    long, since a whole-run p99 ITL includes the first burst of ``max_concurrency`` requests
+    and an early-stopped run (up to 1,800 here) dilutes it less than 1,000 do."""
+    return {t["number"]: int((t.get("metrics") or {}).get("completed") or 0) or None
+            for t in trials}
 
 
 def rows_of(s: MeasuredSet, consts) -> list[Row]:
@@ -184,9 +195,10 @@ def rows_of(s: MeasuredSet, consts) -> list[Row]:
     from calibrate_sim import MODEL, flags_from_command
 
     trials = load_trials(s)
-    points = measured_points(trials)
-    shape, gpu, workload = load_shape(MODEL), load_gpu("h200"), workload_of(s.study)
-    values = [outcome_values(evaluate(p.flags, shape, gpu, workload, consts)) for p in points]
+    points, n = measured_points(trials), sent(trials)
+    shape, gpu = load_shape(MODEL), load_gpu("h200")
+    values = [outcome_values(evaluate(p.flags, shape, gpu, workload_of(s.study, n[p.trial]),
+                                      consts)) for p in points]
     defaults = flags_from_command(["vllm", "serve"])
     return make_rows(s.label, points, defaults,
                      {t["number"]: t.get("baseline") for t in trials}, values)
