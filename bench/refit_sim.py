@@ -23,8 +23,12 @@ from sim_error import SETS, ROOT, Row, load_trials, make_rows, render_rows, sent
 
 # Named before the fit (2026-12-01): the low-latency corner's budget 1,024 with graphs, 64
 # sequences and the only eager budget 512; two budgets of the 12-01 study; 11-29 trial 8.
+# Added before the step/gap refit (2026-12-01, round 2): budget 1,222 with 157 sequences
+# and budget 200 with 50 sequences, the two small-budget configurations round 2 measured
+# that no earlier set has.
 HELD_OUT = {("12-01 calib", 4), ("12-01 calib", 7), ("12-01 calib", 9),
-            ("12-01 study", 10), ("12-01 study", 13), ("11-29/30", 8)}
+            ("12-01 study", 10), ("12-01 study", 13), ("11-29/30", 8),
+            ("12-01 round 2", 3), ("12-01 round 2", 4)}
 
 
 def gather():

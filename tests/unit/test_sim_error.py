@@ -78,7 +78,7 @@ def test_the_refit_holds_out_configurations_that_were_measured():
     spec = importlib.util.spec_from_file_location("refit_sim", ROOT / "bench/refit_sim.py")
     refit = sys.modules.setdefault("refit_sim", importlib.util.module_from_spec(spec))
     spec.loader.exec_module(refit)
-    measured = {(s.label, p.trial) for s, p, _ in refit.gather()}
+    measured = {(i[0].label, i[1].trial) for i in refit.gather()}
     present = {(s.label) for s in sim_error.SETS if (ROOT / s.path).exists()}
     assert {h for h in refit.HELD_OUT if h[0] in present} <= measured
     fitted = measured - refit.HELD_OUT
