@@ -60,8 +60,14 @@ METRICS = ("kv_cache_tokens", "output_throughput", "p99_itl_ms", "median_itl_ms"
 # between markers): kept, after the title, when this script rewrites the report.
 ERROR_SECTION = "## The simulator as it stands, on every H200 configuration"
 ERROR_END = "<!-- sim-error: end -->"
-SPEED_KEYS = ("bandwidth_efficiency", "step_overhead_ms", "eager_launch_us_per_layer",
-              "itl_coalesced_fraction")
+# The 11-29 fit's fourth constant, the share of token pairs read as one message
+# (``itl_coalesced_fraction``), is gone: the gap model (tuner/sim/gaps.py, fitted by
+# bench/refit_sim.py on 2026-12-01) took its place.
+SPEED_KEYS = ("bandwidth_efficiency", "step_overhead_ms", "eager_launch_us_per_layer")
+DIGITS = {"bandwidth_efficiency": 3, "step_overhead_ms": 2, "eager_launch_us_per_layer": 1,
+          "piecewise_launch_us_per_layer": 1, "late_gap_share": 4,
+          "late_gap_share_launch_bound": 4, "doubled_gap_share_multi_prefill": 4}
+SHARES = ("late_gap_share", "late_gap_share_launch_bound", "doubled_gap_share_multi_prefill")
 
 
 @dataclass(frozen=True)
@@ -193,21 +199,23 @@ def speed_loss(points: list[Point], values: list[dict[str, float]]) -> float:
 
 
 def fit_speed(points: list[Point], consts, progress: Callable[[str], None],
-              max_evals: int = 160) -> dict[str, float]:
-    """Nelder-Mead over the log of the speed constants (all positive)."""
+              max_evals: int = 160, keys: tuple[str, ...] = SPEED_KEYS,
+              simulate_with: Callable | None = None) -> dict[str, float]:
+    """Nelder-Mead over the log of the constants ``keys`` (all positive); ``simulate_with``
+    (points, consts) -> values, by default ``simulate`` (the 11-29 study's workload)."""
     from scipy.optimize import minimize
 
-    keys = SPEED_KEYS
+    run = simulate_with or simulate
     x0 = np.log([max(getattr(consts, k), 1e-3) for k in keys])
     calls = [0]
 
     def loss(x: np.ndarray) -> float:
         vals = dict(zip(keys, np.exp(x)))
         if vals.get("compute_efficiency", 0) > 1 or vals.get("bandwidth_efficiency", 0) > 1 \
-                or vals.get("itl_coalesced_fraction", 0) > 0.3:
+                or any(vals.get(k, 0) > 0.5 for k in SHARES):
             return 1e9
         k = dataclasses.replace(consts, **vals)
-        out = speed_loss(points, simulate(points, k))
+        out = speed_loss(points, run(points, k))
         calls[0] += 1
         if calls[0] % 10 == 0:
             progress(f"  fit: {calls[0]} evaluations, loss {out:.4f}")
@@ -217,9 +225,7 @@ def fit_speed(points: list[Point], consts, progress: Callable[[str], None],
                    options={"maxfev": max_evals, "xatol": 0.01, "fatol": 1e-4,
                             "initial_simplex": _simplex(x0)})
     fitted = dict(zip(keys, np.exp(res.x)))
-    digits = {"bandwidth_efficiency": 3, "step_overhead_ms": 2, "eager_launch_us_per_layer": 1,
-              "itl_coalesced_fraction": 4}
-    return {k: round(float(v), digits[k]) for k, v in fitted.items()}
+    return {k: round(float(v), DIGITS[k]) for k, v in fitted.items()}
 
 
 def _simplex(x0: np.ndarray) -> np.ndarray:
@@ -238,16 +244,16 @@ NOTES = {
     "bandwidth_efficiency": "fitted to throughput, p99 and median ITL of trials 0-3 (the memory-bound decode and small-budget steps)",
     "step_overhead_ms": "fitted to throughput, p99 and median ITL of trials 0-3 (small-budget steps of trials 2 and 3)",
     "eager_launch_us_per_layer": "fitted to throughput, p99 and median ITL of trials 0-3 (eager trials 1 and 2)",
-    "itl_coalesced_fraction": "fitted to p99 and median ITL of trials 0-3 (trials 1, 2, 3: p99 ITL about twice the median step, as when two steps' tokens reach the client in one message)",
 }
 
 
-def write_profiles(values: dict[str, float], path: Path = PROFILES) -> None:
+def write_profiles(values: dict[str, float], path: Path = PROFILES, source: str = SOURCE,
+                   notes: dict[str, str] = NOTES) -> None:
     """Set each constant's value and source in [engine]; add the ones that are missing."""
     text = path.read_text()
     for key, value in values.items():
         shown = json.dumps(value)
-        line = f'{key} = {{ value = {shown}, source = "{SOURCE}; {NOTES[key]}" }}'
+        line = f'{key} = {{ value = {shown}, source = "{source}; {notes[key]}" }}'
         pattern = re.compile(rf"^{re.escape(key)} = \{{.*\}}$", re.M)
         if pattern.search(text):
             text = pattern.sub(lambda _: line, text, count=1)
@@ -303,8 +309,9 @@ def describe(flags: dict[str, Any]) -> str:
 # The engine constants before this calibration (profiles.toml as of commit 0eddf34): the
 # "before" columns of the report are computed with them, whatever profiles.toml holds now.
 UNCALIBRATED = {"compute_efficiency": 0.60, "bandwidth_efficiency": 0.80, "step_overhead_ms": 1.5,
-                "eager_launch_us_per_layer": 110.0,
-                "itl_coalesced_fraction": 0.0,
+                "eager_launch_us_per_layer": 110.0, "piecewise_launch_us_per_layer": 4.0,
+                "late_gap_share": 0.0, "late_gap_share_launch_bound": 0.0,
+                "doubled_gap_share_multi_prefill": 0.0,
                 "unchunked_mixes_decodes": False}
 
 
@@ -403,9 +410,8 @@ def render_report(points: list[Point], before: list[dict], after: list[dict],
         "- p99 ITL of trial 1 (chunked prefill off) sits on the edge between two modes: our load",
         "  generator read 158 ms and `vllm bench serve` 95 ms on the same server (run-to-run noise",
         "  estimate 52 %). In the model, as in small-budget trials 2 and 3, p99 ITL comes from",
-        "  `itl_coalesced_fraction`: the share of token pairs that reach the client in one message",
-        "  (vLLM V1's front end merges a request's pending outputs when its stream falls behind),",
-        "  giving one ITL of two steps. It is applied to the offline evaluator's percentiles only;",
+        "  the gap model (`tuner/sim/gaps.py`): shares of token gaps that wait for part of, or",
+        "  the whole of, the next step. It is applied to the offline evaluator's percentiles only;",
         "  `tuner sim serve` sends every step's tokens as they come.",
         "- Median TTFT is reported, not fitted, and the model is 3-4x low on the large-budget",
         "  configurations (trials 0, 1): there the model's closed loop settles into admitting each",
@@ -470,8 +476,7 @@ def main(argv: list[str] | None = None) -> int:
         fitted = {k: getattr(current, k) for k in SPEED_KEYS}
         calibrated = current
     else:
-        start = dataclasses.replace(base, unchunked_mixes_decodes=True,
-                                    itl_coalesced_fraction=0.012)
+        start = dataclasses.replace(base, unchunked_mixes_decodes=True)
         fit_points = [p for p in points if p.trial in FIT_TRIALS]
         speed = fit_speed(fit_points, start, say, args.max_evals)
         say(f"speed: {speed}")

@@ -1,14 +1,16 @@
-"""Refit the simulator's speed constants on the H200 configurations, some held out.
+"""Refit the simulator's step and gap constants on the H200 configurations, some held out.
 
     .venv/bin/python bench/refit_sim.py                 # fit and print; nothing written
     .venv/bin/python bench/refit_sim.py --write         # and write profiles.toml
-    .venv/bin/python bench/refit_sim.py --graphs-uncoalesced   # no fit: today's constants,
-                                                        # no coalesced ITL share with graphs
 
-The four speed constants of ``bench/calibrate_sim.py`` (bandwidth efficiency, step overhead,
-eager launch cost, coalesced ITL share) are fitted by the same Nelder-Mead on the log errors
-of throughput, p99 ITL and median ITL, over every set of ``bench/sim_error.py`` except the
-configurations of ``HELD_OUT``, which were named before the fit was run and are not in it.
+``KEYS``: the speed constants of ``bench/calibrate_sim.py`` (bandwidth efficiency, step
+overhead, eager dispatch cost), the piecewise-graph launch cost of steps with prefill tokens,
+and the three shares of the gap model (``tuner/sim/gaps.py``), fitted by the same
+Nelder-Mead on the log errors of throughput, p99 ITL and median ITL, over every set of
+``bench/sim_error.py`` (each configuration run for as many requests as its trial completed)
+except the configurations of ``HELD_OUT``, which were named before the fit was run. It
+starts from the constants in profiles.toml and prints, for the fitted and the held-out
+configurations apart, the table with those constants and with the fitted ones.
 """
 
 from __future__ import annotations
@@ -18,8 +20,13 @@ import dataclasses
 import sys
 import time
 
-from calibrate_sim import fit_speed, measured_points, outcome_values
+from calibrate_sim import SHARES, SPEED_KEYS, fit_speed, measured_points, outcome_values
 from sim_error import SETS, ROOT, Row, load_trials, make_rows, render_rows, sent, tally, workload_of
+
+KEYS = (*SPEED_KEYS, "piecewise_launch_us_per_layer", *SHARES)
+SOURCE = ("measured on H200, results/h200/ (2026-11-29 .. 2026-12-01 round 2), "
+          "bench/refit_sim.py")
+NOTE = "fitted to throughput, p99 and median ITL of every H200 configuration but 8 held out"
 
 # Named before the fit (2026-12-01): the low-latency corner's budget 1,024 with graphs, 64
 # sequences and the only eager budget 512; two budgets of the 12-01 study; 11-29 trial 8.
@@ -43,21 +50,22 @@ def gather():
     return out
 
 
-def rows(items, consts, graphs_uncoalesced: bool = False) -> list[Row]:
+def values(items, consts) -> list[dict[str, float]]:
     from tuner.sim import evaluate, load_gpu, load_shape
 
-    from calibrate_sim import MODEL, flags_from_command
+    from calibrate_sim import MODEL
 
     shape, gpu = load_shape(MODEL), load_gpu("h200")
+    return [outcome_values(evaluate(p.flags, shape, gpu, workload_of(s.study, n), consts))
+            for s, p, _, n in items]
+
+
+def rows(items, consts) -> list[Row]:
+    from calibrate_sim import flags_from_command
+
     defaults = flags_from_command(["vllm", "serve"])
-    out = []
-    for s, p, b, n in items:
-        k = consts
-        if graphs_uncoalesced and not p.flags.get("enforce_eager"):
-            k = dataclasses.replace(consts, itl_coalesced_fraction=0.0)
-        v = outcome_values(evaluate(p.flags, shape, gpu, workload_of(s.study, n), k))
-        out += make_rows(s.label, [p], defaults, {p.trial: b}, [v])
-    return out
+    return [make_rows(s.label, [p], defaults, {p.trial: b}, [v])[0]
+            for (s, p, b, _), v in zip(items, values(items, consts))]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -66,22 +74,18 @@ def main(argv: list[str] | None = None) -> int:
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--write", action="store_true", help="write the fitted constants")
-    ap.add_argument("--max-evals", type=int, default=120)
-    ap.add_argument("--graphs-uncoalesced", action="store_true",
-                    help="no fit: every configuration, no coalesced ITL share with CUDA graphs")
+    ap.add_argument("--max-evals", type=int, default=300)
     args = ap.parse_args(argv)
     started = time.monotonic()
     say = lambda s: print(s, file=sys.stderr, flush=True)  # noqa: E731
     items = gather()
-    if args.graphs_uncoalesced:
-        out = rows(items, engine_constants(), graphs_uncoalesced=True)
-        print("\n".join(render_rows(out)) + "\n\n" + "\n".join(tally(out)))
-        return 0
     fit = [i for i in items if (i[0].label, i[1].trial) not in HELD_OUT]
     held = [i for i in items if (i[0].label, i[1].trial) in HELD_OUT]
     say(f"{len(fit)} configurations fitted, {len(held)} held out")
     current = engine_constants()
-    speed = fit_speed([i[1] for i in fit], current, say, args.max_evals)
+    by_point = {id(i[1]): i for i in fit}
+    speed = fit_speed([i[1] for i in fit], current, say, args.max_evals, KEYS,
+                      lambda points, k: values([by_point[id(p)] for p in points], k))
     say(f"fitted: {speed}")
     refit = dataclasses.replace(current, **speed)
     for name, part in (("fitted", fit), ("held out", held)):
@@ -91,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
         print("\n" + "\n".join(render_rows(after)) + "\n\n" + "\n".join(tally(after)))
     say(f"{time.monotonic() - started:.0f} s")
     if args.write:
-        write_profiles(speed)
+        write_profiles(speed, source=SOURCE, notes={k: NOTE for k in KEYS})
     return 0
 
 

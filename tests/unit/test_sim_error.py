@@ -83,3 +83,18 @@ def test_the_refit_holds_out_configurations_that_were_measured():
     assert {h for h in refit.HELD_OUT if h[0] in present} <= measured
     fitted = measured - refit.HELD_OUT
     assert len(fitted) > 3 * len(refit.HELD_OUT & measured)
+
+
+def test_round_2_is_simulated_as_long_as_each_trial_ran():
+    """Round 2's study early-stopped or capped its runs (1,573-1,800 requests): each
+    configuration is simulated for the requests its trial's first run completed."""
+    s = next(s for s in sim_error.SETS if s.label == "12-01 round 2")
+    trials = sim_error.load_trials(s)
+    n = sim_error.sent(trials)
+    assert n[1] == 1659 and n[5] == 1732 and n[3] == 1800
+    assert sim_error.sent([{"number": 9, "metrics": None}]) == {9: None}
+    assert sim_error.workload_of(s.study, n[1]).num_requests == 1659
+    assert sim_error.workload_of(s.study).num_requests == 1000  # the study file's own
+    from tuner.sim.profiles import engine_constants
+
+    assert [r.trial for r in sim_error.rows_of(s, engine_constants())] == [0, 1, 2, 3, 4, 5, 6]

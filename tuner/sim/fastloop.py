@@ -17,7 +17,7 @@ from collections import defaultdict, deque
 
 from tuner.sim.core import EngineCore
 from tuner.sim.scheduler import Request
-from tuner.sim.steptime import step_seconds
+from tuner.sim.steptime import launch_bound, step_seconds
 
 
 class Preempted(Exception):
@@ -42,6 +42,8 @@ def run_closed_loop_fast(core: EngineCore, plan, hashes, concurrency: int, n: in
     itl_counts: list[int] = []
     itl_steps: list[int] = []  # the step (1-based) each ITL entry ended at
     step_t: list[float] = []  # the end time of every step
+    step_prefills: list[int] = []  # prompts every step completed
+    step_launch_bound: list[bool] = []  # whether the step waited on eager dispatch
     t = 0.0
     epoch = 0  # decode steps so far
     n_dec = 0
@@ -117,6 +119,8 @@ def run_closed_loop_fast(core: EngineCore, plan, hashes, concurrency: int, n: in
         t += dt
         core.steps += 1
         step_t.append(t)
+        step_launch_bound.append(launch_bound(coef, tokens, d + len(work), logits, attn, kv))
+        step_prefills.append(0)
         if d:
             old = d - len(fresh)
             if old:
@@ -150,6 +154,7 @@ def run_closed_loop_fast(core: EngineCore, plan, hashes, concurrency: int, n: in
                 pool.commit(r, min(r.computed, r.prompt_len))
             if r.computed >= r.num_tokens:
                 prefilling.remove(r)
+                step_prefills[-1] += 1
                 r.output += 1
                 r.num_tokens += 1
                 output_tokens += 1
@@ -166,7 +171,8 @@ def run_closed_loop_fast(core: EngineCore, plan, hashes, concurrency: int, n: in
                     fresh.append(r)
     return {"duration_s": t, "output_tokens": output_tokens, "ttft": ttft,
             "itl_values": itl_vals, "itl_counts": itl_counts, "itl_steps": itl_steps,
-            "step_t": step_t,
+            "step_t": step_t, "step_prefills": step_prefills,
+            "step_launch_bound": step_launch_bound,
             "hit_rate": pool.hits / pool.queries if pool.queries else 0.0}
 
 

@@ -20,11 +20,14 @@ import numpy as np
 from tuner.sim.config import EngineConfig, resolve
 from tuner.sim.core import EngineCore
 from tuner.sim.fastloop import Preempted, run_closed_loop_fast
+from tuner.sim.gaps import GapShares
+from tuner.sim.gaps import percentile as gap_percentile
 from tuner.sim.memory import MemoryPlan
 from tuner.sim.profiles import EngineConstants, GpuProfile, engine_constants
 from tuner.sim.scheduler import Request
 from tuner.sim.shape import ModelShape
 from tuner.sim.startup import StartFailure, check_start
+from tuner.sim.steptime import launch_bound
 from tuner.sim.workload import SimWorkload, max_total_len, prompt_hashes, request_plan
 
 
@@ -60,23 +63,6 @@ def _pct(values, q: float) -> float:
     return float(np.percentile(values, q)) * 1000.0 if len(values) else math.nan
 
 
-def _pct_coalesced(values, counts, following, q: float, fraction: float) -> float:
-    """Percentile of the ITLs a client sees when ``fraction`` of a request's consecutive token
-    pairs reach it in one message (vLLM V1's front end merges the outputs a request's stream
-    has not sent yet): such a pair gives one ITL, this one plus the next (``following``: the
-    duration of the step after), instead of two. ``counts``: tokens per ``values`` entry.
-    Calibrated on the H200, where p99 ITL is about two median steps in small-budget
-    configurations (bench/calibrate_sim.py)."""
-    if not len(values) or fraction <= 0:
-        return _pct(np.repeat(values, counts), q)
-    both = np.concatenate([values, values + following])
-    weights = np.concatenate([counts * (1 - 2 * fraction), counts * fraction])
-    order = np.argsort(both, kind="stable")
-    cum = np.cumsum(weights[order])
-    i = int(np.searchsorted(cum, cum[-1] * q / 100.0))
-    return float(both[order][min(i, len(both) - 1)]) * 1000.0
-
-
 def run_closed_loop(core: EngineCore, workload: SimWorkload) -> dict[str, Any]:
     """Drive ``core`` with the workload; client-side metrics as vLLM's benchmark defines them."""
     plan = request_plan(workload)
@@ -88,6 +74,8 @@ def run_closed_loop(core: EngineCore, workload: SimWorkload) -> dict[str, Any]:
     itl: list[float] = []
     itl_steps: list[int] = []
     step_t: list[float] = []
+    step_prefills: list[int] = []
+    step_launch_bound: list[bool] = []
     t = 0.0
     issued = 0
 
@@ -107,11 +95,15 @@ def run_closed_loop(core: EngineCore, workload: SimWorkload) -> dict[str, Any]:
         if not step.work:
             raise RuntimeError("simulated engine stalled with work queued")
         t += dt
+        step_launch_bound.append(launch_bound(core.coef, step.num_tokens, len(step.work),
+                                              step.num_logits, step.attn_ctx, step.kv_read))
         emitted = core.complete(step, dt)
         step_t.append(t)
+        step_prefills.append(0)
         for r in emitted:
             i = r.rid
             if r.output == 1:
+                step_prefills[-1] += 1
                 ttft.append(t - arrival[i])
             else:
                 itl.append(t - last[i])
@@ -123,7 +115,8 @@ def run_closed_loop(core: EngineCore, workload: SimWorkload) -> dict[str, Any]:
     pool = core.scheduler.pool
     return {
         "duration_s": t, "output_tokens": output_tokens, "itl": itl, "ttft": ttft,
-        "itl_steps": itl_steps, "step_t": step_t,
+        "itl_steps": itl_steps, "step_t": step_t, "step_prefills": step_prefills,
+        "step_launch_bound": step_launch_bound,
         "hit_rate": pool.hits / pool.queries if pool.queries else 0.0,
     }
 
@@ -169,16 +162,23 @@ def _run(cfg: EngineConfig, shape: ModelShape, gpu: GpuProfile, consts: EngineCo
     vals = np.asarray(r.get("itl_values", itl), dtype=float)
     counts = np.asarray(r.get("itl_counts", np.ones(len(itl), dtype=int)))
     # the same requests' next ITL, about the next step's duration (the last step: itself)
+    at = np.asarray(r["itl_steps"], dtype=int) - 1
     next_step = np.diff(np.asarray(r["step_t"], dtype=float), append=np.nan)
-    nxt = next_step[np.asarray(r["itl_steps"], dtype=int) - 1] if len(vals) else vals
+    nxt = next_step[at] if len(vals) else vals
     nxt = np.where(np.isnan(nxt), vals, nxt)
-    coalesced = consts.itl_coalesced_fraction
+    kinds = (np.asarray(r["step_launch_bound"], dtype=bool)[at] if len(vals) else vals,
+             np.asarray(r["step_prefills"])[at] >= 2 if len(vals) else vals)
+    shares = GapShares(consts.late_gap_share, consts.late_gap_share_launch_bound,
+                       consts.doubled_gap_share_multi_prefill)
+
+    def pct(q: float) -> float:
+        return gap_percentile(vals, counts, nxt, *kinds, q, shares)
+
     return SimOutcome(
         cfg.flags(), True,
         output_throughput=r["output_tokens"] / dur,
         request_throughput=workload.num_requests / dur,
-        p99_itl_ms=_pct_coalesced(vals, counts, nxt, 99, coalesced),
-        median_itl_ms=_pct_coalesced(vals, counts, nxt, 50, coalesced),
+        p99_itl_ms=pct(99), median_itl_ms=pct(50),
         mean_itl_ms=float(np.mean(itl)) * 1000 if len(itl) else math.nan,
         p99_ttft_ms=_pct(ttft, 99), median_ttft_ms=_pct(ttft, 50),
         kv_cache_tokens=plan.kv_cache_tokens, preemptions=core.preemptions,

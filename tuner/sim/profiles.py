@@ -61,8 +61,13 @@ class EngineConstants:
     allreduce_latency_us: float
     driver_reserved_mib: int
     # Terms added by the H200 calibration (bench/calibrate_sim.py); 0 / False: without them.
-    itl_coalesced_fraction: float = 0.0
     compiled_launch_us_per_layer: float = 110.0
+    piecewise_launch_us_per_layer: float = 4.0  # 4.0: as a full graph (before 2026-12-01)
+    # The gap model (tuner.sim.gaps): shares of a token's gap that wait for part of, or a
+    # whole, next step; 0: every gap is its step's duration.
+    late_gap_share: float = 0.0
+    late_gap_share_launch_bound: float = 0.0
+    doubled_gap_share_multi_prefill: float = 0.0
     unchunked_mixes_decodes: bool = False
 
 
