@@ -9,7 +9,7 @@ import pytest
 from tuner.trials.reference import rule_for
 from tuner.search import warm_start
 from tuner.search.acquisition import improvement
-from tuner.search.front import MOVE, PROBES, FrontSampler, FrontSettings, View
+from tuner.search.front import MOVE, PROBES, FrontSampler, FrontSettings, View, choose
 from tuner.search.surrogate import Encoding, fit
 from tuner.space import baselines, build_space
 from tuner.study import load_study_file
@@ -61,7 +61,12 @@ def test_after_the_baselines_come_the_low_latency_probes_jittered_by_the_seed(sp
         study = _run(space, seed, len(baselines(space)) + len(PROBES))
         default = next(t.params for t in study.trials if t.user_attrs.get("baseline") == "default")
         probes = [t for t in study.trials if t.system_attrs.get(MOVE, {}).get("kind") == "probe"]
-        assert [t.system_attrs[MOVE]["probe"] for t in probes] == list(range(len(PROBES)))
+        # every probe but four times the sequences: the default's are the space's top
+        assert default["max_num_seqs"] == space.distributions()["max_num_seqs"].high
+        assert [t.system_attrs[MOVE]["probe"] for t in probes] == list(range(len(PROBES) - 1))
+        mirror = probes[PROBES.index({"max_num_batched_tokens": 4.0})].params
+        assert mirror["max_num_batched_tokens"] > 2 * default["max_num_batched_tokens"] or \
+            mirror["max_num_batched_tokens"] == space.distributions()["max_num_batched_tokens"].high
         corner = probes[0].params  # an eighth of the budget and of the sequences, roughly
         for name in ("max_num_batched_tokens", "max_num_seqs"):
             assert default[name] / 12 < corner[name] < default[name] / 5
@@ -134,3 +139,44 @@ def test_the_tie_is_the_spread_of_the_trials_confirmation_runs(space):
     trials = [t for t in study.get_trials(deepcopy=False) if set(dists) <= set(t.params)]
     view = View(SETTINGS, trials, study.directions, dists)
     assert view.spread() == pytest.approx([0.08, 0.0])
+
+
+def test_with_no_feasible_trial_the_likeliest_feasible_candidate_is_proposed():
+    gain = np.array([100.0, 1.0, 0.0])  # a large box at long odds, a small one, nothing
+    pf = np.array([0.02, 0.5, 0.3])
+    sd = np.zeros(3)
+    assert choose(gain, pf, sd, any_feasible=True) == 0  # 2.0 against 0.5
+    assert choose(gain, pf, sd, any_feasible=False) == 1  # the likeliest to be feasible
+    assert choose(np.zeros(3), pf, sd, any_feasible=True) == 1
+
+
+def _article_space(study_file, rules):
+    return build_space(load_study_file(study_file(
+        f'[model]\npath = "models/llama3-8b"\n[space]\nrules = "{rules}"\n')))
+
+
+@pytest.mark.parametrize("rules, parents", [("article", 2), ("vllm-v1", 1)])
+def test_probes_also_run_where_the_rules_keep_what_they_take_from_the_default(
+        study_file, rules, parents):
+    """The article's rules turn the default's prefix caching off (it runs with chunked
+    prefill), so its probes never use prefix caching: the probes then also move from the
+    article's launch without chunked prefill, which keeps it. vllm-v1 takes nothing."""
+    space = _article_space(study_file, rules)
+    settings = FrontSettings.for_study(load_study_file(study_file(
+        f'[model]\npath = "models/llama3-8b"\n[space]\nrules = "{rules}"\n')), space)
+    study = optuna.create_study(directions=["maximize", "minimize"],
+                                sampler=FrontSampler(settings, seed=0))
+    warm_start(study, space)
+    dists = space.distributions()
+    for _ in range(len(baselines(space)) + parents * len(PROBES)):
+        t = study.ask(dists)
+        values, starts = _toy(t.params)
+        t.set_user_attr("flags", dict(t.params))
+        t.set_constraint("starts", 0.0)
+        study.tell(t, values)
+    probes = [t.system_attrs[MOVE] for t in study.trials
+              if t.system_attrs.get(MOVE, {}).get("kind") == "probe"]
+    by_parent = {m["parent"] for m in probes}
+    article = next(t.number for t in study.trials if t.user_attrs.get("baseline") == "article")
+    assert len(by_parent) == parents
+    assert (article in by_parent) == (parents == 2)

@@ -6,15 +6,24 @@
    the default that the tuning guides name: towards low latency (an eighth of the token
    budget and of the sequences), the low-latency corner (the article's small chunked
    budget, a 32nd of vLLM's 8,192, with a 16th of the sequences), a quarter of the
-   budget, a quarter of the sequences. Each factor is jittered by the seed (up to ``jitter`` on a log scale), so
-   seeds run different trajectories; parallel workers take distinct probes.
+   budget, a quarter of the sequences, and the one-flag moves mirrored (four times the
+   budget, four times the sequences, where the space has room). Each factor is jittered by
+   the seed (up to ``jitter`` on a log scale), so seeds run different trajectories;
+   parallel workers take distinct probes. When the space's rules move the default's own
+   configuration into another categorical cell (the article's rules turn vLLM's default
+   prefix caching off, since it runs with chunked prefill), the probes would never run in
+   the default's cell; they then also move from each started baseline in a cell of its own
+   (``View.parents``: the article's launch without chunked prefill, with prefix caching).
 2. then, once ``min_trials`` trials measured, a **model**: one Gaussian process per
    objective (on the log of its values, ``tuner.search.surrogate``) and one of
    feasibility (started and every SLO met, +1/-1, from every told trial, so
    configurations that do not start teach it too); the proposal maximises the expected
    hypervolume improvement (``tuner.search.acquisition``) over the study's reference
    point (``tuner.trials.reference``: the whole front the SLOs allow), times the
-   probability of feasibility, over random candidates and moves around the front. One
+   probability of feasibility, over random candidates and moves around the front (while no
+   measured trial is feasible, the probability of feasibility alone: an improvement over an
+   empty front rewards a large box whatever its odds; as Optuna's constrained GPSampler
+   does, after Gelbart et al., 2014). One
    proposal in ``ends`` instead pushes one end of the front (the best p99 ITL, then the
    best throughput, each while the other stays inside the reference): the front is
    covered from both ends, where a point adds little volume but answers a user's
@@ -59,6 +68,10 @@ PROBES: tuple[Mapping[str, float], ...] = (
     {"max_num_batched_tokens": 1 / 32, "max_num_seqs": 1 / 16},  # the article's chunked
     {"max_num_batched_tokens": 0.25},
     {"max_num_seqs": 0.25},
+    # the one-flag probes mirrored: the other side of the parent (a response need not be
+    # monotonic; clipped to the space, so a flag already at its top makes no probe)
+    {"max_num_batched_tokens": 4.0},
+    {"max_num_seqs": 4.0},
 )
 
 
@@ -83,6 +96,9 @@ class FrontSettings:
     ends: int = 3  # one model proposal in this many pushes an end of the front
     tie: float = 0.01  # relative differences below this are ties, without a measured spread
     near: float = 0.005  # unit-cube distance within which a configuration was asked
+    # the probes also move from each started baseline in another categorical cell when the
+    # rules move the default's own probes out of its cell
+    regimes: bool = True
 
     @classmethod
     def for_study(cls, spec, space=None) -> "FrontSettings":
@@ -142,6 +158,19 @@ def _probability(X: np.ndarray, y: np.ndarray, running: np.ndarray, noise: float
         mu, sd = gp.predict(c)
         return 0.5 * (1.0 + _erf(mu / np.maximum(sd, 1e-6) / math.sqrt(2.0)))
     return prob
+
+
+def choose(gain: np.ndarray, pf: np.ndarray, sd: np.ndarray, any_feasible: bool) -> int:
+    """The candidate to propose: the largest expected improvement times the probability of
+    feasibility ``pf``; while no measured trial is feasible, or where nothing is expected
+    to add, the likeliest to be feasible (``sd``, the posterior spread, breaks ties). With
+    an empty front the improvement is the whole box a candidate dominates, so the product
+    would favour a large box at long odds over a likely feasible point (Optuna's
+    constrained GPSampler also drops the improvement then; Gelbart et al., 2014)."""
+    score = pf * gain
+    if not any_feasible or score.max() <= 0:
+        score = pf + 1e-6 * sd
+    return int(np.argmax(score))
 
 
 class FrontSampler(optuna.samplers.BaseSampler):
@@ -209,23 +238,53 @@ class View:
 
     # probes ------------------------------------------------------------------------
     def probe(self, seed: int | None):
-        if self.default is None or not started(self.default):
-            return None
-        done = {t.system_attrs[MOVE].get("probe") for t in self.trials
-                if isinstance(t.system_attrs.get(MOVE), dict)}
-        here = origin(self.default, self.space)
-        for i, probe in enumerate(self.s.probes):
-            if i in done:
-                continue
-            jitter = np.random.default_rng([i, 0 if seed is None else seed + 1])
-            params = dict(here)
-            for name, factor in probe.items():
-                if name in self.space:
-                    f = factor * math.exp(jitter.uniform(-self.s.jitter, self.s.jitter))
-                    params[name] = clip(self.space[name], here[name] * f)
-            if params != here and self.fresh(self.enc.encode(params)[None])[0]:
-                return params, {"kind": "probe", "probe": i, "parent": self.default.number}
+        done = {(t.system_attrs[MOVE].get("parent"), t.system_attrs[MOVE].get("probe"))
+                for t in self.trials if isinstance(t.system_attrs.get(MOVE), dict)
+                and t.system_attrs[MOVE].get("kind") == "probe"}
+        for parent in self.parents():
+            here = origin(parent, self.space)
+            for i, probe in enumerate(self.s.probes):
+                if (parent.number, i) in done:
+                    continue
+                jitter = np.random.default_rng([i, 0 if seed is None else seed + 1])
+                params = dict(here)
+                for name, factor in probe.items():
+                    if name in self.space:
+                        f = factor * math.exp(jitter.uniform(-self.s.jitter, self.s.jitter))
+                        params[name] = clip(self.space[name], here[name] * f)
+                if params != here and self.fresh(self.enc.encode(params)[None])[0]:
+                    return params, {"kind": "probe", "probe": i, "parent": parent.number}
         return None
+
+    def parents(self) -> list[FrozenTrial]:
+        """The trials the probes move from: the default, then (``regimes``), when the rules
+        take a categorical value of the default's from its probes (the article's rules:
+        prefix caching, since vLLM's default also runs chunked prefill), each started
+        baseline that keeps what they took and that the rules leave as it is (the article's
+        launch without chunked prefill), so the probes run where that value is allowed."""
+        if self.default is None or not started(self.default):
+            return []
+        here = origin(self.default, self.space)
+        taken = {n: v for n, v in self.cell(here).items() if self.cell(here, True)[n] != v}
+        out = [self.default]
+        if not self.s.regimes or not taken:
+            return out
+        for t in self.trials:
+            if t is self.default or not record_of(t).baseline or not started(t):
+                continue
+            flags = origin(t, self.space)
+            if all(self.cell(flags, True)[n] == v for n, v in taken.items()) and all(
+                    self.cell(flags, True)[n] == self.cell(flags)[n] for n in taken) and all(
+                    self.cell(flags) != self.cell(origin(p, self.space)) for p in out):
+                out.append(t)
+        return out
+
+    def cell(self, params: Mapping[str, Any], repaired: bool = False) -> dict[str, Any]:
+        """The categorical flags of ``params`` (``repaired``: as the space's rules repair
+        them)."""
+        if repaired and self.s.repair is not None:
+            params = self.s.repair(dict(params)) or params
+        return {n: params[n] for n, c in zip(self.enc.names, self.enc.categorical()) if c}
 
     # the model ---------------------------------------------------------------------
     def model(self, rng: np.random.Generator):
@@ -252,10 +311,7 @@ class View:
         gain = (expected_improvement(draws, front, ref) if aim == "ehvi"
                 else end_improvement(draws, front, ref, int(aim[-1])))
         pf = feas(cands)
-        score = pf * gain
-        if score.max() <= 0:  # nothing expected to add: the likeliest to be feasible
-            score = pf + 1e-6 * sd.sum(1)
-        best = int(np.argmax(score))
+        best = choose(gain, pf, sd.sum(1), any(feasible(t) for t in self.measured))
         return self.enc.decode(cands[best]), {"kind": "model", "aim": aim,
                                               "gain": float(gain[best]),
                                               "feasible": float(pf[best])}
