@@ -173,6 +173,10 @@ def choose(gain: np.ndarray, pf: np.ndarray, sd: np.ndarray, any_feasible: bool)
     return int(np.argmax(score))
 
 
+def _moves(trials: Sequence[FrozenTrial]) -> list[Mapping[str, Any]]:
+    return [t.system_attrs[MOVE] for t in trials if isinstance(t.system_attrs.get(MOVE), dict)]
+
+
 class FrontSampler(optuna.samplers.BaseSampler):
     """Probes, then expected hypervolume improvement under a GP (see the module)."""
 
@@ -190,15 +194,30 @@ class FrontSampler(optuna.samplers.BaseSampler):
     def sample_relative(self, study, trial, search_space) -> dict[str, Any]:
         if not search_space or len(study.directions) != 2:
             return {}
-        trials = [t for t in study.get_trials(deepcopy=False) if t.number != trial.number
-                  and set(search_space) <= set(t.params)]
-        view = View(self.settings, trials, study.directions, search_space)
-        out = view.probe(self._seed) or view.model(self._rng)
-        if out is None:
-            return {}
-        params, move = out
-        optuna_adapter.set_trial_system_attr(study, trial, MOVE, move)
-        return params
+        for _ in range(len(self.settings.probes) * 4 + 1):
+            others = [t for t in study.get_trials(deepcopy=False) if t.number != trial.number]
+            trials = [t for t in others if set(search_space) <= set(t.params)]
+            # a trial another worker is asking has its move before its parameters
+            view = View(self.settings, trials, study.directions, search_space, _moves(others))
+            out = view.probe(self._seed) or view.model(self._rng)
+            if out is None:
+                return {}
+            params, move = out
+            optuna_adapter.set_trial_system_attr(study, trial, MOVE, move)
+            if move["kind"] != "probe" or not self._claimed(study, trial, move):
+                return params
+        return {}
+
+    @staticmethod
+    def _claimed(study, trial, move) -> bool:
+        """Whether another trial holds the same probe: workers that ask at the same moment
+        each write their move, then read the others', so at least one of two sees the
+        other's and takes the next probe (a probe clipped to the space's edge is the same
+        configuration whatever its jitter)."""
+        key = (move.get("parent"), move.get("probe"))
+        return any((m.get("parent"), m.get("probe")) == key for m in _moves(
+            [t for t in study.get_trials(deepcopy=False) if t.number != trial.number])
+            if m.get("kind") == "probe")
 
     def sample_independent(self, study, trial, param_name, param_distribution) -> Any:
         return self._random.sample_independent(study, trial, param_name, param_distribution)
@@ -212,12 +231,20 @@ class View:
     """One proposal's view of the study: asked configurations, data for the models."""
 
     def __init__(self, settings: FrontSettings, trials: Sequence[FrozenTrial], directions,
-                 space: Mapping[str, BaseDistribution]) -> None:
+                 space: Mapping[str, BaseDistribution],
+                 moves: Sequence[Mapping[str, Any]] | None = None) -> None:
+        """``moves``: the proposals' moves (``front:move``) of every other trial, those
+        still being asked included (default: the moves of ``trials``)."""
         self.s, self.space, self.enc = settings, space, Encoding(dict(space))
+        self.moves = list(moves) if moves is not None else _moves(trials)
         self.maximise = np.array([d == optuna.study.StudyDirection.MAXIMIZE for d in directions])
         self.trials = trials
         asked = [self.enc.encode(t.params) for t in trials]
         asked += [self.enc.encode(origin(t, space)) for t in trials]
+        if settings.repair is not None:  # a trial in flight has no flags yet: as it will run
+            fixed = [settings.repair(dict(t.params)) for t in trials
+                     if t.state == TrialState.RUNNING]
+            asked += [self.enc.encode(f) for f in fixed if f is not None]
         self.asked = np.array(asked).reshape(-1, len(self.enc.names))
         told = [t for t in trials if t.state == TrialState.COMPLETE
                 and record_of(t).outcome != Outcome.DUPLICATE]
@@ -236,11 +263,16 @@ class View:
         same = np.where(cat, d < 1e-9, d < self.s.near).all(-1)
         return ~same.any(1)
 
+    def unasked(self, params: Mapping[str, Any]) -> bool:
+        """``params`` is fresh, as asked and as the rules will run it (two probes that the
+        rules repair onto one configuration are one configuration)."""
+        fixed = self.s.repair(dict(params)) if self.s.repair is not None else None
+        rows = [self.enc.encode(params)] + ([self.enc.encode(fixed)] if fixed else [])
+        return bool(self.fresh(np.array(rows)).all())
+
     # probes ------------------------------------------------------------------------
     def probe(self, seed: int | None):
-        done = {(t.system_attrs[MOVE].get("parent"), t.system_attrs[MOVE].get("probe"))
-                for t in self.trials if isinstance(t.system_attrs.get(MOVE), dict)
-                and t.system_attrs[MOVE].get("kind") == "probe"}
+        done = {(m.get("parent"), m.get("probe")) for m in self.moves if m.get("kind") == "probe"}
         for parent in self.parents():
             here = origin(parent, self.space)
             for i, probe in enumerate(self.s.probes):
@@ -252,7 +284,7 @@ class View:
                     if name in self.space:
                         f = factor * math.exp(jitter.uniform(-self.s.jitter, self.s.jitter))
                         params[name] = clip(self.space[name], here[name] * f)
-                if params != here and self.fresh(self.enc.encode(params)[None])[0]:
+                if params != here and self.unasked(params):
                     return params, {"kind": "probe", "probe": i, "parent": parent.number}
         return None
 
@@ -319,9 +351,7 @@ class View:
     def aim(self) -> str:
         """What this model proposal maximises: the expected hypervolume improvement, or,
         one proposal in ``ends``, one end of the front (objective 0, then 1, in turn)."""
-        n = sum(1 for t in self.trials
-                if isinstance(t.system_attrs.get(MOVE), dict)
-                and t.system_attrs[MOVE].get("kind") == "model")
+        n = sum(1 for m in self.moves if m.get("kind") == "model")
         if n % self.s.ends != self.s.ends - 1:
             return "ehvi"
         return f"end:{(n // self.s.ends) % 2}"
