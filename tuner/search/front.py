@@ -13,7 +13,8 @@
    configuration into another categorical cell (the article's rules turn vLLM's default
    prefix caching off, since it runs with chunked prefill), the probes would never run in
    the default's cell; they then also move from each started baseline in a cell of its own
-   (``View.parents``: the article's launch without chunked prefill, with prefix caching).
+   (``View.parents``: the article's launch without chunked prefill, with prefix caching),
+   unless a measured trial without that value already beats it on both objectives.
 2. then, once ``min_trials`` trials measured, a **model**: one Gaussian process per
    objective (on the log of its values, ``tuner.search.surrogate``) and one of
    feasibility (started and every SLO met, +1/-1, from every told trial, so
@@ -293,7 +294,8 @@ class View:
         take a categorical value of the default's from its probes (the article's rules:
         prefix caching, since vLLM's default also runs chunked prefill), each started
         baseline that keeps what they took and that the rules leave as it is (the article's
-        launch without chunked prefill), so the probes run where that value is allowed."""
+        launch without chunked prefill), so the probes run where that value is allowed;
+        none that a measured trial without it already beats on both objectives."""
         if self.default is None or not started(self.default):
             return []
         here = origin(self.default, self.space)
@@ -305,11 +307,27 @@ class View:
             if t is self.default or not record_of(t).baseline or not started(t):
                 continue
             flags = origin(t, self.space)
+            if self.dominated(t, taken):
+                continue
             if all(self.cell(flags, True)[n] == v for n, v in taken.items()) and all(
                     self.cell(flags, True)[n] == self.cell(flags)[n] for n in taken) and all(
                     self.cell(flags) != self.cell(origin(p, self.space)) for p in out):
                 out.append(t)
         return out
+
+    def dominated(self, t: FrozenTrial, taken: Mapping[str, Any]) -> bool:
+        """Whether a measured trial without the ``taken`` values beats ``t`` on both
+        objectives: the rules' side of the choice already does better (the default's
+        values do not count: the rules change it, so they cannot be had)."""
+        mine = np.where(self.maximise, -np.array(t.values), np.array(t.values))
+        for other in self.measured:
+            flags = self.cell(origin(other, self.space))
+            if other is self.default or all(flags[n] == v for n, v in taken.items()):
+                continue
+            theirs = np.where(self.maximise, -np.array(other.values), np.array(other.values))
+            if (theirs <= mine).all() and (theirs < mine).any():
+                return True
+        return False
 
     def cell(self, params: Mapping[str, Any], repaired: bool = False) -> dict[str, Any]:
         """The categorical flags of ``params`` (``repaired``: as the space's rules repair
