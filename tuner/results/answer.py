@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from tuner.results.best import limits_for, pick_best, ruled_out
+from tuner.results.best import limits_for, pick_best, ruled_out, user_limits
 from tuner.results.flagdiff import changed_flags
 from tuner.results.gains import format_gains, gains
 from tuner.results.lossy import accuracy_doc, accuracy_line
@@ -63,8 +63,7 @@ def _ruled_out(summary: Summary, max_itl_p99: float | None,
                max_ttft_p99: float | None) -> str:
     """'' or ': trials 4, 9 meet p99_itl_ms <= 25 but the study's SLO p99_ttft_ms <= 10000
     rules them out (20,212.0)': which of the study's own SLOs leaves nothing."""
-    own = {k: v for k, v in (("p99_itl_ms", max_itl_p99), ("p99_ttft_ms", max_ttft_p99))
-           if v is not None}
+    own = user_limits(max_itl_p99, max_ttft_p99)
     if not own:  # the study's SLOs alone leave nothing: the line says so already
         return ""
     slo = summary.spec.slo.limits()

@@ -41,13 +41,20 @@ class Pick:
     excess: Mapping[str, float] = field(default_factory=dict)  # closest's violated limits
 
 
+def user_limits(max_itl_p99: float | None = None,
+                max_ttft_p99: float | None = None) -> dict[str, float]:
+    """The limits a user adds (``--max-itl-p99``, ``--max-ttft-p99``), by metric."""
+    return {metric: value for metric, value in (("p99_itl_ms", max_itl_p99),
+                                                ("p99_ttft_ms", max_ttft_p99))
+            if value is not None}
+
+
 def limits_for(slo: Mapping[str, float], max_itl_p99: float | None = None,
                max_ttft_p99: float | None = None) -> dict[str, float]:
     """The study's SLOs tightened by the user's limits (the smaller bound wins)."""
     out = dict(slo)
-    for metric, value in (("p99_itl_ms", max_itl_p99), ("p99_ttft_ms", max_ttft_p99)):
-        if value is not None:
-            out[metric] = min(value, out.get(metric, value))
+    for metric, value in user_limits(max_itl_p99, max_ttft_p99).items():
+        out[metric] = min(value, out.get(metric, value))
     return out
 
 

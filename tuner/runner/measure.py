@@ -168,8 +168,7 @@ def measure(spec: StudySpec, flags: Mapping[str, Any], launch_flags: Mapping[str
                 phase("crosscheck")
                 t0 = time.monotonic()
                 env = engine.engine_environment(os.environ, launch)
-                sent = told.repeats[0]["metrics"].get("completed") if told.repeats else (
-                    told.metrics.get("completed"))
+                sent = told.metrics.get("completed")  # the first run's (medians: objectives)
                 vllm = crosscheck.run(spec, server.url, engine.served_name(spec), env,
                                       int(sent) if sent else None)
                 phases["crosscheck"] = time.monotonic() - t0

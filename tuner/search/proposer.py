@@ -43,7 +43,7 @@ def pareto(trials: Sequence[FrozenTrial], signs: Sequence[float]) -> list[Frozen
 @dataclass(frozen=True)
 class LocalSettings:
     """What the local sampler asks of a proposal: the deterministic moves in the order they
-    are tried (names of ``Proposer.MOVES``), the share of local moves when none applies
+    are tried (names of ``Proposer``'s moves), the share of local moves when none applies
     (else the base sampler proposes), and the probes (``tuner.search.steps.PROBES``)."""
 
     order: tuple[str, ...]
@@ -54,13 +54,15 @@ class LocalSettings:
 class Proposer:
     """One proposal's view of the study: what was asked, the default, the front."""
 
-    MOVES = ("extend", "mirror", "shrink", "fill", "probe")
-
     def __init__(self, settings: LocalSettings, rng: np.random.RandomState,
                  trials: Sequence[FrozenTrial], directions, space: dict[str, BaseDistribution]):
-        unknown = set(settings.order) - set(self.MOVES)
+        self._by_name: dict[str, Callable[[], tuple[dict[str, Any], dict] | None]] = {
+            "extend": self.extend, "mirror": self.mirror, "shrink": self.shrink,
+            "fill": self.fill, "probe": self.probe}
+        unknown = set(settings.order) - set(self._by_name)
         if unknown:
-            raise ValueError(f"unknown moves {sorted(unknown)}; choose from {self.MOVES}")
+            raise ValueError(f"unknown moves {sorted(unknown)}; choose from "
+                             f"{tuple(self._by_name)}")
         self.settings, self.rng, self.space = settings, rng, space
         self.origins = {t.number: self._origin(t) for t in trials if t.params}
         self.asked = {self.key(t.params) for t in trials if t.params}
@@ -117,11 +119,8 @@ class Proposer:
         return [self.scaled(dict(k)) for k in self.asked]
 
     def propose(self) -> tuple[dict[str, Any], dict] | None:
-        moves: dict[str, Callable[[], tuple[dict[str, Any], dict] | None]] = {
-            "extend": self.extend, "mirror": self.mirror, "shrink": self.shrink,
-            "fill": self.fill, "probe": self.probe}
         for name in self.settings.order:
-            out = moves[name]()
+            out = self._by_name[name]()
             if out is not None:
                 return out
         if self.rng.rand() >= self.settings.local_share or not self.done:
