@@ -8,7 +8,9 @@
 #
 #   bash scripts/gpu/detached-worker.sh STUDY_FILE N_TRIALS WATCH_S
 # STOP=1: interrupt the worker instead (SIGINT: a running trial is recorded as stopped and
-# queued again) and wait up to WATCH_S for it to exit, then copy. The worker's own output
+# queued again) and wait up to WATCH_S for it to exit, then copy. DRAIN=1: `tuner stop` (the
+# running trial finishes, then the worker exits; the stop request is cleared afterwards so
+# that a later worker on the copied study runs), waiting up to WATCH_S. The worker's own output
 # is $TUNER_HOME/worker.log (also copied). A carried .gpu-state/tuner.db (an earlier
 # window's study) is resumed when the box has no study database yet.
 set -euo pipefail
@@ -26,7 +28,17 @@ name=$(basename "$study_file" .toml)
 pidfile=$TUNER_HOME/worker.pid
 running() { [ -f "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null; }
 
-if [ "${STOP:-0}" = 1 ]; then
+if [ "${DRAIN:-0}" = 1 ]; then
+  if running; then
+    PYTHONUNBUFFERED=1 "$TUNER_GPU_PY" -m tuner stop "$name" --timeout "${watch}s" || true
+    "$TUNER_GPU_PY" - "$TUNER_HOME/tuner.db" "$name" <<'PYEOF'
+import sys, optuna
+from tuner.runner.registry import STOP
+optuna.load_study(study_name=sys.argv[2], storage=f"sqlite:///{sys.argv[1]}").set_user_attr(STOP, None)
+print("detached-worker: cleared the stop request")
+PYEOF
+  fi
+elif [ "${STOP:-0}" = 1 ]; then
   if running; then kill -INT "$(cat "$pidfile")"; echo "detached-worker: interrupted the worker"; fi
 elif running; then
   echo "detached-worker: the worker (pid $(cat "$pidfile")) still runs"
