@@ -1,16 +1,18 @@
 """Search efficiency on the simulator's ground truth (``make bench-search``).
 
 For each study profile x rule set x contender x seed: a 24-trial study with the real
-runner's trial behaviour (``search_run.py``), scored by the hypervolume of its measured
-points relative to the best known front (the grid of ``search_truth.GRID_AXES`` plus every
-configuration any run measured), with the study's whole-front reference point
-(``tuner.trials.reference``); a second table keeps the default's values as the reference
-(the gain over vLLM's defaults). Held-out profiles (``search_truth.HELD_OUT``) are reported
-apart.
+runner's trial behaviour (``search_run.py``), scored as ``tuner`` scores a study: the
+hypervolume of its SLO-feasible measured points relative to the best known front's
+SLO-feasible part (the grid of ``search_truth.GRID_AXES`` plus every configuration any run
+measured), with the study's whole-front reference point (``tuner.trials.reference``).
+Secondary tables count every measured point, SLO or not, and keep the default's values as
+the reference (the gain over vLLM's defaults). Held-out profiles (``search_truth.HELD_OUT``)
+are reported apart.
 
     .venv/bin/python bench/search.py [--seeds 10] [--trials 24] [--processes 1]
 
-Writes bench/results/search.json (every run), search.md (the table) and search.png.
+Writes bench/results/search.json (every run), search.md (the tables), search.png
+(SLO-feasible) and search-all.png (every measured point).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 os.environ.setdefault("OMP_NUM_THREADS", "1")  # GPSampler's torch on 2 busy cores
 
-from search_report import summarise, with_reference, write_plot, write_table  # noqa: E402
+from search_report import write_plot, write_table  # noqa: E402
 from search_run import Contender, run_one  # noqa: E402
 from search_slo import slo_view  # noqa: E402
 from search_truth import (GRID_AXES, HELD_OUT, PROFILES, RULE_SETS, Truth,  # noqa: E402
@@ -182,14 +184,13 @@ def merged_runs(path: Path, profiles, trials: int, log) -> list[dict]:
 
 
 def write_reports(data: dict, out: Path) -> None:
-    """search.md/.png (every measured point counts) and search-slo.md/.png (SLO-feasible)."""
-    own = with_reference(data, "default")
-    write_table(summarise(data), data, out.with_suffix(".md"), also=summarise(own))
-    write_plot(data, out.with_suffix(".png"))
+    """search.md (the score tuner reports: SLO-feasible points; then, secondary, every
+    measured point and the default's values as the reference), search.png (SLO-feasible)
+    and search-all.png (every measured point)."""
     slo = slo_view(data)
-    slo_out = out.with_name(out.name + "-slo")
-    write_table(summarise(slo), slo, slo_out.with_suffix(".md"))
-    write_plot(slo, slo_out.with_suffix(".png"))
+    write_table(data, slo, out.with_suffix(".md"))
+    write_plot(slo, out.with_suffix(".png"), "SLO-feasible points")
+    write_plot(data, out.with_name(out.name + "-all.png"), "every measured point")
 
 
 def main(argv=None) -> int:

@@ -22,7 +22,9 @@ import optuna
 
 from search_truth import Profile, Truth, point
 from tuner.runner.proposal import Proposal, propose
+from tuner import optuna_adapter
 from tuner.search import FrontSettings, SearchPlan, warm_start
+from tuner.search.front import MOVE
 from tuner.trials import queries, record
 from tuner.trials.record import TrialRecord
 
@@ -83,6 +85,7 @@ def _measure(profile: Profile, truth: Truth, prop: Proposal, base: TrialRecord,
 def run_one(profile: Profile, truth: Truth, c: Contender, seed: int,
             n_trials: int = 40) -> dict[str, Any]:
     """Trials in the order they finished: {"points": [[tok/s, p99 ITL] | None], "outcomes",
+    "moves" (what proposed each: "baseline", or the ``front:move`` kind and aim),
     "ask_ms", "duplicates", "stopped"}."""
     warnings.filterwarnings("ignore")
     optuna.logging.set_verbosity(optuna.logging.ERROR)
@@ -96,6 +99,7 @@ def run_one(profile: Profile, truth: Truth, c: Contender, seed: int,
     dists = profile.space.distributions()
     points: list[Any] = []
     outcomes: list[str] = []
+    moves: list[str] = []
     ask_ms: list[float] = []
     running: deque = deque()
     noise_rng = random.Random(seed)
@@ -106,6 +110,7 @@ def run_one(profile: Profile, truth: Truth, c: Contender, seed: int,
         _tell(study, trial, told, plan.constraints)
         outcome = told.outcome
         outcomes.append(outcome)
+        moves.append(_move(study, trial, told))
         p = point(truth.outcome(told.flags)) if outcome == record.MEASURED else None
         points.append(None if p is None else [-p[0], p[1]])
 
@@ -140,5 +145,18 @@ def run_one(profile: Profile, truth: Truth, c: Contender, seed: int,
             break
         trial, prop, base = running.popleft()
         finish(trial, _measure(profile, truth, prop, base, c.noise, noise_rng))
-    return {"points": points, "outcomes": outcomes, "ask_ms": ask_ms, "duplicates": dups,
-            "stopped": stopped}
+    return {"points": points, "outcomes": outcomes, "moves": moves, "ask_ms": ask_ms,
+            "duplicates": dups, "stopped": stopped}
+
+
+def _move(study: optuna.Study, trial: optuna.Trial, told: TrialRecord) -> str:
+    """What proposed a trial: "baseline", the front sampler's move ("probe", "model:ehvi",
+    "model:end:0"...; "+0" when nothing was expected to add: the likeliest feasible
+    candidate) or "" (another sampler)."""
+    if told.baseline:
+        return "baseline"
+    move = optuna_adapter.stored_trial(study, trial).system_attrs.get(MOVE)
+    if not isinstance(move, dict):
+        return ""
+    name = ":".join(str(move[k]) for k in ("kind", "aim") if k in move)
+    return name + ("+0" if move.get("gain", 1.0) <= 0 else "")

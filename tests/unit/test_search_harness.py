@@ -7,7 +7,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
-from search_report import curve, reach  # noqa: E402
+from search_report import curve, reach, repeats  # noqa: E402
 from search_run import Contender, run_one  # noqa: E402
 from search_truth import load_profile  # noqa: E402
 
@@ -96,3 +96,8 @@ def test_the_outcome_cache_is_keyed_by_the_simulators_source(tmp_path, monkeypat
     before = search_truth.model_version()
     source.write_text("BANDWIDTH = 2\n")
     assert search_truth.model_version() != before
+
+
+def test_repeats_count_measured_values_seen_before():
+    assert repeats([[100.0, 5.0], None, [100.0, 5.0], [100.0, 6.0], [100.0, 5.0], None]) == 2
+    assert repeats([None, None]) == 0
