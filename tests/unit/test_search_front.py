@@ -8,7 +8,7 @@ import pytest
 
 from tuner.trials.reference import rule_for
 from tuner.search import warm_start
-from tuner.search.acquisition import improvement
+from tuner.search.acquisition import expected_improvement, improvement, joint_draws
 from tuner.search.front import MOVE, PROBES, FrontSampler, FrontSettings, View, choose
 from tuner.search.surrogate import Encoding, fit
 from tuner.space import baselines, build_space
@@ -97,9 +97,9 @@ def test_a_gain_inside_the_spread_is_a_tie():
     # measured: (100 tok/s, 50 ms) with a 5% spread on both; a candidate 3% better on both
     # adds nothing, one 10% better adds volume
     view = View.__new__(View)
-    view.maximise, view.measured = np.array([True, False]), []
+    view.maximise = np.array([True, False])
     logs = np.log(np.array([[100.0, 50.0]]))
-    front = view.front(None, np.zeros((0, 2)), [], logs, np.array([0.05, 0.05]))
+    front = view.better(logs, np.array([True]), np.array([0.05, 0.05]))
     ref = np.array([-50.0, 100.0])
     assert improvement(np.array([[-103.0, 48.5]]), front, ref)[0] == 0.0
     assert improvement(np.array([[-110.0, 45.0]]), front, ref)[0] > 0.0
@@ -189,3 +189,36 @@ def test_probes_also_run_where_the_rules_keep_what_they_take_from_the_default(
     article = next(t.number for t in study.trials if t.user_attrs.get("baseline") == "article")
     assert len(by_parent) == parents
     assert (article in by_parent) == (parents == 2)
+
+
+def test_a_candidate_fully_correlated_with_a_front_point_draws_its_value():
+    z_f = np.random.default_rng(0).standard_normal((64, 1))
+    z_c = np.random.default_rng(1).standard_normal((64, 1))
+    # candidate 0 is the front point itself, candidate 1 is independent of it
+    front, cands = joint_draws(np.array([1.0]), np.array([[0.5]]), np.array([1.0, 1.0]),
+                               np.array([[0.5, 0.0]]), np.array([0.5, 0.5]), z_f, z_c)
+    assert np.allclose(cands[:, 0], front[:, 0], atol=1e-4)  # up to the jitter
+    assert np.std(cands[:, 1] - front[:, 0]) > 0.5
+
+
+def test_re_measuring_a_noisy_front_point_gains_nothing():
+    # a noisy one-flag trade-off (both objectives grow with the flag), measured 12 times;
+    # the candidate: the measured configuration of the front's best throughput
+    rng = np.random.default_rng(0)
+    X = rng.random((12, 1))
+    logs = np.stack([np.log(1000 + 200 * X[:, 0]), np.log(20 + 30 * X[:, 0])], 1)
+    logs += 0.05 * rng.standard_normal(logs.shape)
+    gps = [fit(X, logs[:, j]) for j in range(2)]
+    assert min(gp.noise_sd for gp in gps) > 0.01  # the processes learned the noise
+    view = View.__new__(View)
+    view.maximise = np.array([True, False])
+    view.s = FrontSettings(SETTINGS.reference, draws=64)
+    cand, ties, ref = X[[np.argmax(logs[:, 0])]], np.zeros(2), np.array([-500.0, 200.0])
+    fronts, draws = view.draws(X, np.ones(12, bool), gps, cand, ties, rng)
+    joint = expected_improvement(draws, fronts, ref)[0]
+    # drawn apart from the front at its measured values, the same candidate seemed to gain
+    mean, sd = (np.stack([gp.predict(cand)[i] for gp in gps], 1) for i in (0, 1))
+    apart = view.objectives(mean + sd * np.random.default_rng(1).standard_normal((64, 1, 2)))
+    measured = view.better(logs, np.ones(12, bool), ties)
+    apart = expected_improvement(apart, np.repeat(measured[None], 64, 0), ref)[0]
+    assert apart > 1.0 and joint < 1e-3 * apart  # nothing but the Cholesky jitter

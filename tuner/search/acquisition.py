@@ -5,6 +5,15 @@ front up to a reference (the area it dominates that the front does not), vectori
 many points; ``expected_improvement`` averages it over samples drawn from the surrogate's
 posterior (common random numbers, so candidates compare on the same draws);
 ``end_improvement`` scores how far a candidate pushes one end of the front.
+
+The front is drawn with the candidates (``joint_draws``): the measured points' values are
+noisy, so the front is a posterior draw of the processes at the measured configurations,
+and each candidate's draw is conditioned on it (the noisy expected hypervolume improvement
+of Daulton et al., 2021). A candidate the model finds correlated with a front point moves
+with it in every draw, so re-measuring a configuration that the model expects to behave as
+one already measured gains nothing, however noisy the measurements were (drawn apart
+from the front at its measured values, such a candidate seemed to gain whenever its draw
+beat the point's value: 11-29 % of the trials measured an earlier trial's values again).
 """
 
 from __future__ import annotations
@@ -38,25 +47,41 @@ def improvement(points: np.ndarray, front: np.ndarray, ref: np.ndarray) -> np.nd
     return (width * height).sum(-1)
 
 
-def samples(mean: np.ndarray, sd: np.ndarray, draws: np.ndarray, transform) -> np.ndarray:
-    """Posterior draws (k x n x 2) of candidates whose surrogate values are ``mean`` +-
-    ``sd`` (n x 2), for ``draws`` (k x 2 standard normals, common to all candidates);
-    ``transform`` maps surrogate values to the minimised objectives."""
-    return transform(mean[None, :, :] + sd[None, :, :] * draws[:, None, :])
+def joint_draws(mean_f: np.ndarray, cov_ff: np.ndarray, mean_c: np.ndarray,
+                cov_fc: np.ndarray, var_c: np.ndarray, z_f: np.ndarray,
+                z_c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Draws of one process at a front's points and at candidates, jointly: (k x nf, k x nc).
+
+    ``mean_f``, ``cov_ff``: the posterior at the front's nf points; ``mean_c``, ``var_c``:
+    at the nc candidates; ``cov_fc``: between them (nf x nc); ``z_f`` (k x nf), ``z_c``
+    (k x 1 or k x nc): standard normals. Each candidate's draw is conditioned on the front's
+    draw (a candidate fully correlated with a front point draws that point's value)."""
+    if len(mean_f) == 0:
+        return np.zeros((len(z_f), 0)), mean_c + np.sqrt(np.maximum(var_c, 0.0)) * z_c
+    jitter = 1e-9 * max(float(np.mean(np.diag(cov_ff))), 1e-12) * np.eye(len(mean_f))
+    chol = np.linalg.cholesky(cov_ff + jitter)
+    front = mean_f + z_f @ chol.T
+    w = np.linalg.solve(chol, cov_fc)  # nf x nc: chol^-1 cov_fc
+    cond = np.maximum(var_c - (w * w).sum(0), 0.0)
+    # E[c | f] = mean_c + cov_cf cov_ff^-1 (f - mean_f) = mean_c + w^T chol^-1 (f - mean_f)
+    return front, mean_c + z_f @ w + np.sqrt(cond) * z_c
 
 
-def expected_improvement(draws: np.ndarray, front: np.ndarray, ref: np.ndarray) -> np.ndarray:
-    """Mean hypervolume improvement per candidate over its posterior ``draws``."""
-    return improvement(draws, front, ref).mean(0)
+def expected_improvement(draws: np.ndarray, fronts: np.ndarray, ref: np.ndarray) -> np.ndarray:
+    """Mean hypervolume improvement per candidate over its posterior ``draws`` (k x n x 2),
+    each over the front drawn with it (``fronts``: k x m x 2)."""
+    return np.mean([improvement(d, f, ref) for d, f in zip(draws, fronts)], axis=0)
 
 
-def end_improvement(draws: np.ndarray, front: np.ndarray, ref: np.ndarray,
+def end_improvement(draws: np.ndarray, fronts: np.ndarray, ref: np.ndarray,
                     axis: int) -> np.ndarray:
     """Mean improvement on objective ``axis`` alone over the front's best there, counted
     only where the other objective stays inside the reference: how far a candidate
-    pushes that end of the front."""
+    pushes that end of the front (each draw over the front drawn with it)."""
     other = 1 - axis
-    inside = front[front[:, other] < ref[other]]
-    best = min(ref[axis], inside[:, axis].min()) if len(inside) else ref[axis]
-    gain = np.maximum(0.0, best - draws[..., axis]) * (draws[..., other] < ref[other])
-    return gain.mean(0)
+    gains = []
+    for d, front in zip(draws, fronts):
+        inside = front[front[:, other] < ref[other]]
+        best = min(ref[axis], inside[:, axis].min()) if len(inside) else ref[axis]
+        gains.append(np.maximum(0.0, best - d[:, axis]) * (d[:, other] < ref[other]))
+    return np.mean(gains, axis=0)

@@ -54,7 +54,7 @@ from optuna.distributions import BaseDistribution
 from optuna.trial import FrozenTrial, TrialState
 
 from tuner import optuna_adapter
-from tuner.search.acquisition import end_improvement, expected_improvement, samples
+from tuner.search.acquisition import end_improvement, expected_improvement, joint_draws
 from tuner.search.steps import clip
 from tuner.search.surrogate import Encoding, fit
 from tuner.space import build_space, repair
@@ -351,15 +351,14 @@ class View:
         cands = self.candidates(X, rng)
         if not len(cands):
             return None
-        mean = np.stack([gp.predict(cands)[0] for gp in gps], 1)
-        sd = np.stack([gp.predict(cands)[1] for gp in gps], 1)
         ties = np.array([max(spread[j], gps[j].noise_sd, self.s.tie) for j in range(2)])
-        front = self.front(X, running, gps, logs, ties)
-        normal = np.random.default_rng(rng.integers(2 ** 32)).standard_normal((self.s.draws, 2))
-        draws = samples(mean, sd, normal, self.objectives)
+        ok = np.array([feasible(t) for t in self.measured], bool)
+        at = np.vstack([X[ok], running])  # the front's points: feasible, then in flight
+        fronts, draws = self.draws(at, np.arange(len(at)) < ok.sum(), gps, cands, ties, rng)
         ref, aim = self.reference(), self.aim()
-        gain = (expected_improvement(draws, front, ref) if aim == "ehvi"
-                else end_improvement(draws, front, ref, int(aim[-1])))
+        gain = (expected_improvement(draws, fronts, ref) if aim == "ehvi"
+                else end_improvement(draws, fronts, ref, int(aim[-1])))
+        sd = np.stack([gp.predict(cands)[1] for gp in gps], 1)
         pf = feas(cands)
         best = choose(gain, pf, sd.sum(1), any(feasible(t) for t in self.measured))
         return self.enc.decode(cands[best]), {"kind": "model", "aim": aim,
@@ -384,16 +383,28 @@ class View:
         ref = np.array(self.s.reference.point(default), float)
         return np.where(self.maximise, -ref, ref)
 
-    def front(self, X, running, gps, logs, ties) -> np.ndarray:
-        """The feasible measured points made better by their ties, and the trials in
-        flight where the model expects them."""
-        ok = np.array([feasible(t) for t in self.measured], bool) if self.measured else \
-            np.ones(len(logs), bool)
-        better = (logs + np.where(self.maximise, ties, -ties))[ok]
-        pts = [self.objectives(better).reshape(-1, 2)]
-        if len(running):
-            pts.append(self.objectives(np.stack([gp.predict(running)[0] for gp in gps], 1)))
-        return np.vstack(pts)
+    def draws(self, at, measured, gps, cands, ties, rng) -> tuple[np.ndarray, np.ndarray]:
+        """Posterior draws of the front (the processes at ``at``) and of the candidates,
+        jointly (``joint_draws``): (k x points x 2, k x candidates x 2), minimised; each
+        ``measured`` point of the front made better by its ties."""
+        k = self.s.draws
+        normal = np.random.default_rng(rng.integers(2 ** 32))
+        z_f, z_c = normal.standard_normal((2, k, len(at))), normal.standard_normal((2, k, 1))
+        fronts, draws = [], []
+        for j, gp in enumerate(gps):
+            mean_f, _ = gp.predict(at)
+            mean_c, sd_c = gp.predict(cands)
+            f, c = joint_draws(mean_f, gp.covariance(at, at), mean_c, gp.covariance(at, cands),
+                               sd_c ** 2, z_f[j], z_c[j])
+            fronts.append(f)
+            draws.append(c)
+        return (self.better(np.stack(fronts, -1), measured, ties),
+                self.objectives(np.stack(draws, -1)))
+
+    def better(self, logs: np.ndarray, measured: np.ndarray, ties: np.ndarray) -> np.ndarray:
+        """Front points' log values (... x n x 2) -> minimised objectives, each ``measured``
+        point made better by its ties (a candidate must beat it by more to add volume)."""
+        return self.objectives(logs + measured[:, None] * np.where(self.maximise, ties, -ties))
 
     def spread(self) -> np.ndarray:
         """Each objective's median relative spread (range over median) over the measured

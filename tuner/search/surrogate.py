@@ -5,7 +5,8 @@ linear numbers linearly, a categorical as its choice's index over (choices - 1).
 ``fit`` learns a Matern-5/2 process with one length scale per dimension and a noise
 variance (no lower than ``noise_floor``) by maximising the marginal likelihood over a
 small grid, one dimension at a time; ``GP.predict`` gives the posterior mean and standard
-deviation in the data's units. A few milliseconds for the tens of trials a study has.
+deviation in the data's units, ``GP.covariance`` the posterior covariance between two sets
+of points (for draws of several points at once). A few milliseconds for the tens of trials a study has.
 """
 
 from __future__ import annotations
@@ -99,6 +100,13 @@ class GP:
         v = np.linalg.solve(self.chol, k.T)
         var = np.maximum(1.0 - (v * v).sum(0), 1e-12)
         return self.mean + self.scale * mu, self.scale * np.sqrt(var)
+
+    def covariance(self, A: np.ndarray, B: np.ndarray) -> np.ndarray:
+        """The posterior covariance of the process's values (noise excluded) at ``A`` and
+        ``B`` (len(A) x len(B)), in the data's units squared."""
+        va = np.linalg.solve(self.chol, _matern(A, self.X, self.lengths).T)
+        vb = np.linalg.solve(self.chol, _matern(B, self.X, self.lengths).T)
+        return self.scale ** 2 * (_matern(A, B, self.lengths) - va.T @ vb)
 
     @property
     def noise_sd(self) -> float:
