@@ -143,7 +143,7 @@ def test_usage_errors(storage_url, run_cli, tmp_path):
 
 def test_best_on_the_h200_study_answers_each_limit_or_names_the_slo_in_the_way(run_cli,
                                                                                   tmp_path):
-    """The committed H200 study (results/h200/round2/, measured): 50 ms has an answer; under
+    """The committed H200 study (results/h200/round2/, measured): 150, 100 and 50 ms have an answer; under
     25 ms the one trial (24.7 ms) misses the study's p99 TTFT SLO, and the error says so."""
     import shutil
     from pathlib import Path
@@ -155,6 +155,11 @@ def test_best_on_the_h200_study_answers_each_limit_or_names_the_slo_in_the_way(r
                              "--max-itl-p99", "50")
     assert code == 0, err
     assert "--max-num-batched-tokens 1222" in out and "--max-num-seqs 157" in out
+    for limit, budget in (("150", "5258"), ("100", "2443")):  # the README's table
+        code, out, err = run_cli("best", "llama3-8b-h200", "--storage", storage,
+                                 "--max-itl-p99", limit)
+        assert code == 0, err
+        assert f"--max-num-batched-tokens {budget}" in out
     code, out, err = run_cli("best", "llama3-8b-h200", "--storage", storage,
                              "--max-itl-p99", "25")
     assert code == 1 and len(lines(err)) == 1
