@@ -143,8 +143,9 @@ def test_usage_errors(storage_url, run_cli, tmp_path):
 
 def test_best_on_the_h200_study_answers_each_limit_or_names_the_slo_in_the_way(run_cli,
                                                                                   tmp_path):
-    """The committed H200 study (results/h200/round2/, measured): 150, 100 and 50 ms have an answer; under
-    25 ms the one trial (24.7 ms) misses the study's p99 TTFT SLO, and the error says so."""
+    """The committed H200 study (results/h200/round2/, measured): 150, 100 and 50 ms have an
+    answer; under 25 ms the one trial (24.7 ms) misses the study's p99 TTFT SLO, and the
+    error says so."""
     import shutil
     from pathlib import Path
 
