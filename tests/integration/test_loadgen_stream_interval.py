@@ -122,3 +122,9 @@ def test_confirmation_runs_keep_every_repetition_and_tell_the_medians(tmp_path):
     assert (spread.min, spread.max) == (values[0], values[2])
     stored = TrialRecord.from_user_attrs(json.loads(json.dumps(told.to_user_attrs())))
     assert stored.spread == told.spread and len(stored.repeats) == 3
+    # Each run keeps its own TTFT and ITL: a cross-check compares vLLM's run with the last.
+    for key in ("median_ttft_ms", "p99_ttft_ms", "mean_ttft_ms", "median_itl_ms",
+                "mean_itl_ms"):
+        assert all(r["metrics"][key] > 0 for r in stored.repeats), key
+    assert stored.first_run["median_ttft_ms"] == told.metrics["median_ttft_ms"]
+    assert stored.last_run == runs[2]["metrics"]

@@ -69,3 +69,52 @@ def test_the_default_gets_its_own_count_a_slo_miss_and_a_dominated_run_get_none(
     assert runs((90.0, 45.0), default=True) == 1  # the default: always, confirm by default
     assert runs((90.0, 45.0), missed, default=True, confirm_default=2) == 2
     assert runs((90.0, 30.0), confirm_default=2) == 1  # confirm_default is the default's only
+
+
+# The H200's trial 8 (results/h200/round2): a first run on the fresh server, one confirmation.
+FIRST = {"output_throughput": 3879.6, "p99_itl_ms": 154.0, "median_ttft_ms": 1886.3,
+         "p99_ttft_ms": 6606.4, "median_itl_ms": 23.6, "mean_ttft_ms": 2100.0,
+         "mean_itl_ms": 30.0, "completed": 1800, "median_e2el_ms": 5000.0}
+SECOND = {**FIRST, "p99_itl_ms": 103.7, "median_ttft_ms": 1000.0, "p99_ttft_ms": 6300.0}
+
+
+def confirmed(first: dict, second: dict, kept: tuple[str, ...] | None = None) -> TrialRecord:
+    """A trial of two runs as the runner tells it; ``kept``: the keys an older tuner kept."""
+    from tuner.runner.confirm import repetition
+
+    names = [g.metric for g in GOALS]
+    runs = [repetition(m, names, None) for m in (first, second)]
+    if kept is not None:
+        runs = [{**r, "metrics": {k: v for k, v in r["metrics"].items() if k in kept}}
+                for r in runs]
+    values = [r["metrics"] for r in runs]
+    stored = TrialRecord(metrics=medians(first, values, names), repeats=tuple(runs))
+    return TrialRecord.from_user_attrs(json.loads(json.dumps(stored.to_user_attrs())))
+
+
+def test_each_run_keeps_the_figures_a_cross_check_compares():
+    r = confirmed(FIRST, SECOND)
+    for key in ("median_ttft_ms", "p99_ttft_ms", "median_itl_ms", "mean_ttft_ms",
+                "mean_itl_ms"):
+        assert [run["metrics"][key] for run in r.repeats] == [FIRST[key], SECOND[key]]
+    assert "median_e2el_ms" not in r.repeats[0]["metrics"]  # small: not every metric
+    # Told: the objectives' medians, the first run's TTFT; the runs: each its own.
+    assert r.metrics["p99_itl_ms"] == pytest.approx((154.0 + 103.7) / 2)
+    assert r.metrics["median_ttft_ms"] == 1886.3
+    assert r.first_run["p99_itl_ms"] == 154.0 and r.first_run["median_ttft_ms"] == 1886.3
+    assert r.first_run["median_e2el_ms"] == 5000.0  # the rest of the first run's metrics
+    assert r.last_run["p99_itl_ms"] == 103.7 and r.last_run["median_ttft_ms"] == 1000.0
+
+
+def test_a_study_stored_before_runs_kept_ttft_still_reads():
+    old_keys = ("output_throughput", "p99_itl_ms", "p99_itl_per_token_ms", "completed",
+                "duration", "steady_output_throughput", "steady_p99_itl_ms")
+    r = confirmed(FIRST, SECOND, kept=old_keys)
+    assert r.last_run["p99_itl_ms"] == 103.7 and "median_ttft_ms" not in r.last_run
+    assert r.first_run["median_ttft_ms"] == 1886.3  # the first run's, from the told metrics
+    assert r.first_run["p99_itl_ms"] == 154.0
+
+
+def test_a_trial_of_one_run_has_that_run_first_and_last():
+    r = TrialRecord(metrics=FIRST)
+    assert r.first_run == r.last_run == FIRST

@@ -2,10 +2,11 @@
 
 With ``search.confirm = N`` the default baseline and every trial whose first run lands on the
 study's front are benchmarked N more times before the server stops. The trial keeps every
-repetition (``repeats``: each run's objective and steady-window figures) and tells the
-median of each objective; ``spread`` (``TrialRecord.spread``: metric -> ``Spread`` with n,
-median, min, max and rel = (max - min) / median) is the typed summary that results and
-samplers read. A gain over the default inside the spread of either is "within noise".
+repetition (``repeats``: each run's objective, steady-window, TTFT and ITL figures,
+``KEPT``) and tells the median of each objective; ``spread`` (``TrialRecord.spread``: metric
+-> ``Spread`` with n, median, min, max and rel = (max - min) / median) is the typed summary
+that results and samplers read. A gain over the default inside the spread of either is
+"within noise".
 """
 
 from __future__ import annotations
@@ -18,9 +19,14 @@ from tuner.trials import pareto
 from tuner.trials.pareto import Goal
 from tuner.trials.record import Spread, TrialRecord
 
-# Per run, what the repetitions keep besides the objectives (small, JSON-safe).
+# Per run, what the repetitions keep besides the objectives (small, JSON-safe): the
+# objectives a study may tell, and the TTFT / ITL figures that `vllm bench serve` reports,
+# so that a cross-check compares vLLM's run with the run right before it on the same server
+# (``TrialRecord.last_run``), not with the first. Studies stored before the TTFT / ITL keys
+# lack them in every repetition; the first run's are in the told metrics all the same.
 KEPT = ("output_throughput", "p99_itl_ms", "p99_itl_per_token_ms", "steady_output_throughput",
-        "steady_p99_itl_ms", "steady_p99_itl_per_token_ms", "completed", "duration")
+        "steady_p99_itl_ms", "steady_p99_itl_per_token_ms", "completed", "duration",
+        "mean_ttft_ms", "median_ttft_ms", "p99_ttft_ms", "mean_itl_ms", "median_itl_ms")
 
 
 def runs_to_add(first: Sequence[float], violations: Mapping[str, float], default: bool,

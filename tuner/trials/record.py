@@ -182,6 +182,20 @@ class TrialRecord:
         value = self.metrics.get(name)
         return None if value is None else float(value)
 
+    @property
+    def first_run(self) -> dict[str, float]:
+        """The first benchmark run on the trial's server: ``metrics`` (whose objectives are
+        medians over the confirmation runs, everything else the first run's) with the first
+        repetition's own figures over it."""
+        return {**self.metrics, **(self.repeats[0]["metrics"] if self.repeats else {})}
+
+    @property
+    def last_run(self) -> dict[str, float]:
+        """The last run on the server, the one right before a cross-check: the last
+        repetition's figures (``tuner.runner.confirm.KEPT``; a study stored before TTFT and
+        median ITL were kept lacks them), else the first run's when there was one run."""
+        return dict(self.repeats[-1]["metrics"]) if len(self.repeats) > 1 else self.first_run
+
     def to_user_attrs(self) -> dict[str, Any]:
         """The user attributes to store (fields at their default are left out)."""
         out: dict[str, Any] = dict(self.extra)
