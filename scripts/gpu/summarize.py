@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 import optuna
 
-from tuner.trials import from_frozen
+from tuner.trials import TrialRecord, from_frozen
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
@@ -52,36 +53,61 @@ def main(db: str, name: str, out: str) -> int:
                     f"{r.kv_cache_tokens or '-'} | {flags} |")
         v = r.vllm_bench or {}
         if v and m:
-            cells = []
-            for k in COMPARE:
-                d = (m[k] - v[k]) / v[k]
-                goal = GOAL.get(k)
-                mark = "" if goal is None else (" ✓" if abs(d) <= goal else " ✗")
-                cells.append(f"{m[k]:,.1f} / {v[k]:,.1f} ({d:+.1%}{mark})")
-            cmp_rows.append(f"| {t.number} | {r.baseline or 'sampled'} | "
-                            + " | ".join(cells) + " |")
+            cmp_rows += [f"| {t.number} | {r.baseline or 'sampled'} | {label} | "
+                         + " | ".join(_cell(ours, v, k) for k in COMPARE) + " |"
+                         for label, ours in _our_runs(r)]
     meta = next((d for d in dump if d.get("gpu_name")), {})
     head = (f"GPU: {meta.get('gpu_name')}, vLLM {meta.get('vllm_version')}; study `{name}` "
             f"(studies/{name}.toml): random prompts 1024 in / 128 out, closed loop at "
-            "concurrency 256. Figures are the medians over a trial's runs on one server "
-            "(runs: how many, and the range of throughput / p99 ITL over them); requests: "
+            "concurrency 256. Throughput and p99 ITL (the objectives) are the medians over a "
+            "trial's runs on one server (runs: how many, and the range of throughput / p99 "
+            "ITL over them), TTFT the first run's; requests: "
             "completed in the first run, and why it stopped (count, or the early stop's "
             "`early` / `cap`).\n\n")
     trials = (head + "| trial | outcome | baseline / note | output tok/s | p99 ITL ms | "
               "median TTFT ms | p99 TTFT ms | runs (spread) | requests | KV-cache tokens | "
               "flags |\n" + "|---" * 11 + "|\n"
               + "\n".join(rows) + "\n")
-    compare = (head + "Same server, same workload, run back to back: ours, then "
-               "`vllm bench serve` (cells: ours / vLLM's (difference); goals: throughput "
-               "within 5 %, median TTFT and ITL within 10 %).\n\n| trial | config | "
-               + " | ".join(COMPARE) + " |\n" + "|---" * (len(COMPARE) + 2) + "|\n"
-               + "\n".join(cmp_rows) + "\n")
+    compare = (head + "Same server, same workload, run back to back: ours (the first run "
+               "and any confirmation runs), then `vllm bench serve` (cells: ours / vLLM's "
+               "(difference); goals: throughput within 5 %, median TTFT and ITL within "
+               "10 %). A trial's first line is our run right before vLLM's, the one to compare "
+               "with; a trial with confirmation runs has a second line, our first run on the "
+               "fresh server, whose whole-run p99 ITL often reads well above the later runs' "
+               "(docs/loadgen.md, \"The first run on a fresh server\"). `-`: a figure "
+               "that a study stored before each run kept its TTFT and median ITL lacks.\n\n"
+               "| trial | config | our run | " + " | ".join(COMPARE) + " |\n"
+               + "|---" * (len(COMPARE) + 3) + "|\n" + "\n".join(cmp_rows) + "\n")
     Path(out, "trials.md").write_text(trials)
     Path(out, "comparison.md").write_text(compare)
     Path(out, "trials.json").write_text(json.dumps(dump, indent=1, default=str))
     print(trials)
     print(compare)
     return 0
+
+
+def _our_runs(r: TrialRecord) -> list[tuple[str, Mapping[str, float]]]:
+    """Our runs to set beside vLLM's, labelled: the one right before it, then the first."""
+    n = len(r.repeats)
+    if n < 2:
+        return [("run 1 of 1, right before vLLM's", r.first_run)]
+    last = f"run {n} of {n}, right before vLLM's"
+    if any(w.startswith("confirmation run") for w in r.rejected_runs):
+        last += " (and a rejected confirmation run)"
+    missing = [k for k in COMPARE if k not in r.last_run]
+    if missing:
+        last += f" ({', '.join(missing)}: not kept, a study stored before runs kept them)"
+    return [(last, r.last_run), (f"run 1 of {n}, the first on the fresh server", r.first_run)]
+
+
+def _cell(ours: Mapping[str, float], vllm: Mapping[str, float], key: str) -> str:
+    """ours / vLLM's (difference, and whether it meets the goal); `-` where ours is missing."""
+    if key not in ours:
+        return f"- / {vllm[key]:,.1f}"
+    d = (ours[key] - vllm[key]) / vllm[key]
+    goal = GOAL.get(key)
+    mark = "" if goal is None else (" ✓" if abs(d) <= goal else " ✗")
+    return f"{ours[key]:,.1f} / {vllm[key]:,.1f} ({d:+.1%}{mark})"
 
 
 if __name__ == "__main__":
