@@ -106,3 +106,17 @@ def test_vllm_bench_sends_as_many_requests_as_our_run_did(tmp_path):
     argv = crosscheck.command(spec, "http://127.0.0.1:1", "m", tmp_path)
     assert argv[argv.index("--num-prompts") + 1] == str(spec.workload.num_requests)
     assert argv[argv.index("--max-concurrency") + 1] == "256"
+
+
+def test_vllm_bench_is_as_long_as_our_run_right_before_it():
+    """With confirmation runs vLLM's run follows the last of them, which it is compared
+    with, so it sends as many requests as that run completed, not the first."""
+    from tuner.runner import crosscheck
+    from tuner.trials.record import TrialRecord
+
+    runs = [{"metrics": {"output_throughput": 1.0, "completed": 1800.0}},
+            {"metrics": {"output_throughput": 1.0, "completed": 1573.0}}]
+    told = TrialRecord(metrics={"completed": 1800, "output_throughput": 1.0}, repeats=runs)
+    assert crosscheck.num_prompts(told) == 1573
+    assert crosscheck.num_prompts(TrialRecord(metrics={"completed": 1659})) == 1659
+    assert crosscheck.num_prompts(TrialRecord(metrics={})) is None  # the study's count

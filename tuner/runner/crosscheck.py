@@ -5,9 +5,11 @@ With ``engine.crosscheck_trials = N`` a worker's first N launched trials also ru
 concurrency, ignore_eos) right after our load generator, before the server stops; its
 figures are stored beside ours (user attribute ``vllm_bench``) so the two can be compared
 on the same runs. Only for the random workload on /v1/completions. With the early stop our
-run's length varies; vLLM's then sends as many requests as our first run completed, since
-whole-run figures (median TTFT above all) depend on the share of the run spent in the ramp
-and the drain.
+run's length varies; vLLM's then sends as many requests as our run right before it (the
+last confirmation run, else the first) completed, since whole-run figures depend on the
+share of the run spent in the ramp and the drain, and that run is the one it is compared
+with (``TrialRecord.last_run``; the first run on a fresh server reads apart,
+docs/loadgen.md).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from tuner.study.spec import StudySpec
+from tuner.trials.record import TrialRecord
 
 # Enough of `vllm bench serve`'s stderr to hold its traceback's end, small enough to store.
 STDERR_TAIL_CHARS = 1500
@@ -31,6 +34,13 @@ KEYS = ("output_throughput", "request_throughput", "total_token_throughput", "co
 def applicable(spec: StudySpec) -> bool:
     return (spec.engine.kind == "vllm" and spec.workload.kind == "random"
             and spec.workload.endpoint == "completions")
+
+
+def num_prompts(told: TrialRecord) -> int | None:
+    """How many requests vLLM's run sends: as many as our run right before it completed
+    (None: the study's count)."""
+    sent = told.last_run.get("completed")
+    return int(sent) if sent else None
 
 
 def command(spec: StudySpec, url: str, model: str, result_dir: Path,

@@ -168,9 +168,8 @@ def measure(spec: StudySpec, flags: Mapping[str, Any], launch_flags: Mapping[str
                 phase("crosscheck")
                 t0 = time.monotonic()
                 env = engine.engine_environment(os.environ, launch)
-                sent = told.metrics.get("completed")  # the first run's (medians: objectives)
                 vllm = crosscheck.run(spec, server.url, engine.served_name(spec), env,
-                                      int(sent) if sent else None)
+                                      crosscheck.num_prompts(told))
                 phases["crosscheck"] = time.monotonic() - t0
                 told = dataclasses.replace(told, vllm_bench=vllm)
     finally:
