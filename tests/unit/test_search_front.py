@@ -119,6 +119,33 @@ def test_the_surrogate_interpolates_and_learns_an_inert_dimension():
     assert sd_seen.max() < sd.mean()
 
 
+def test_a_cell_of_its_own_where_a_mode_switch_changes_the_response():
+    # dimension 0 a mode switch (0/1); the budget (dimension 1) is steep on one side (16
+    # trials) and does nothing on the other (4 trials), as a chunked budget and one that
+    # holds a whole prompt: the plain process carries the steep side's shape across
+    rng = np.random.default_rng(0)
+    X = np.concatenate([np.stack([np.ones(16), rng.random(16)], 1),
+                        np.stack([np.zeros(4), np.linspace(0.05, 0.95, 4)], 1)])
+    y = np.where(X[:, 0] == 1.0, np.sin(8 * X[:, 1]), 0.0)
+    plain = fit(X, y)
+    cells = fit(X, y, cells=np.array([True, False]))
+    assert plain.kernel.share == 0.0 and cells.kernel.share > 0.0
+    flat = np.stack([np.zeros(40), np.linspace(0, 1, 40)], 1)
+    assert np.abs(plain.predict(flat)[0]).max() > 0.1
+    assert np.abs(cells.predict(flat)[0]).max() < 0.05  # learnt flat between its trials
+    steep = np.stack([np.ones(40), np.linspace(0, 1, 40)], 1)
+    assert np.abs(cells.predict(steep)[0] - np.sin(8 * steep[:, 1])).mean() < 0.05
+    assert np.allclose(cells.kernel(X, X).diagonal(), 1.0)  # still a unit prior variance
+
+
+def test_one_cell_only_is_the_plain_process():
+    rng = np.random.default_rng(2)
+    X = np.stack([np.zeros(10), rng.random(10)], 1)
+    y = np.sin(3 * X[:, 1])
+    a, b = fit(X, y), fit(X, y, cells=np.array([True, False]))
+    assert b.kernel.share == 0.0 and np.allclose(a.lengths, b.lengths)
+
+
 def test_the_encoding_round_trips_the_space(space):
     enc = Encoding(space.distributions())
     default = next(b for b in baselines(space) if b.name == "default")

@@ -16,7 +16,9 @@
    (``View.parents``: the article's launch without chunked prefill, with prefix caching),
    unless a measured trial without that value already beats it on both objectives.
 2. then, once ``min_trials`` trials measured, a **model**: one Gaussian process per
-   objective (on the log of its values, ``tuner.search.surrogate``) and one of
+   objective (on the log of its values, ``tuner.search.surrogate``; a mode switch such as
+   chunked prefill, ``Param.mode``, also gets a kernel term per side with its own length
+   scales, when the likelihood says so) and one of
    feasibility (started and every SLO met, +1/-1, from every told trial, so
    configurations that do not start teach it too); the proposal maximises the expected
    hypervolume improvement (``tuner.search.acquisition``) over the study's reference
@@ -100,6 +102,8 @@ class FrontSettings:
     # the probes also move from each started baseline in another categorical cell when the
     # rules move the default's own probes out of its cell
     regimes: bool = True
+    # mode switches (``Param.mode``): each side of them is a cell of the surrogates' kernel
+    cells: tuple[str, ...] = ()
 
     @classmethod
     def for_study(cls, spec, space=None) -> "FrontSettings":
@@ -114,7 +118,9 @@ class FrontSettings:
                 return None
             out = {n: clip(d, fixed.flags[n]) for n, d in dists.items() if n in fixed.flags}
             return out if None not in out.values() and len(out) == len(dists) else None
-        return cls(study_rule(spec), tuple(o.metric for o in spec.objectives), repair=repaired)
+        modes = tuple(n for n in dists if (p := space.param(n)) is not None and p.mode)
+        return cls(study_rule(spec), tuple(o.metric for o in spec.objectives), repair=repaired,
+                   cells=modes)
 
 
 def record_of(t: FrozenTrial) -> TrialRecord:
@@ -148,12 +154,13 @@ def origin(t: FrozenTrial, space: Mapping[str, BaseDistribution]) -> dict[str, A
 _erf = np.vectorize(math.erf)
 
 
-def _probability(X: np.ndarray, y: np.ndarray, running: np.ndarray, noise: float):
+def _probability(X: np.ndarray, y: np.ndarray, running: np.ndarray, noise: float,
+                 cells: np.ndarray | None = None):
     """P(value > 0) under a process fitted to ``y`` (constant when ``y`` is)."""
     if len(y) == 0 or np.ptp(y) == 0:
         p = 1.0 if len(y) == 0 or y[0] > 0 else 0.0
         return lambda c: np.full(len(c), p)
-    gp = fit(X, y, noise_floor=noise).believing(running)
+    gp = fit(X, y, noise_floor=noise, cells=cells).believing(running)
 
     def prob(c: np.ndarray) -> np.ndarray:
         mu, sd = gp.predict(c)
@@ -237,6 +244,7 @@ class View:
         """``moves``: the proposals' moves (``front:move``) of every other trial, those
         still being asked included (default: the moves of ``trials``)."""
         self.s, self.space, self.enc = settings, space, Encoding(dict(space))
+        self.cells = np.array([n in settings.cells for n in self.enc.names])
         self.moves = list(moves) if moves is not None else _moves(trials)
         self.maximise = np.array([d == optuna.study.StudyDirection.MAXIMIZE for d in directions])
         self.trials = trials
@@ -343,7 +351,8 @@ class View:
         X = np.array([self.enc.encode(origin(t, self.space)) for t in self.measured])
         logs = np.log(np.maximum(np.abs(np.array([t.values for t in self.measured])), 1e-9))
         spread = self.spread()
-        gps = [fit(X, logs[:, j], noise_floor=spread[j] ** 2) for j in range(2)]
+        gps = [fit(X, logs[:, j], noise_floor=spread[j] ** 2, cells=self.cells)
+               for j in range(2)]
         running = np.array([self.enc.encode(t.params) for t in self.running]).reshape(
             -1, X.shape[1])
         gps = [gp.believing(running) for gp in gps]
@@ -424,7 +433,7 @@ class View:
         models = []
         X = np.array([self.enc.encode(origin(t, self.space)) for t in self.told])
         y = np.array([1.0 if started(t) else -1.0 for t in self.told])
-        models.append(_probability(X, y, running, 0.01))
+        models.append(_probability(X, y, running, 0.01, self.cells))
         keys = sorted({k for t in self.measured for k in (t.constraints or {}) if k != STARTS})
         for key in keys:
             rows = [t for t in self.measured if key in (t.constraints or {})]
@@ -432,7 +441,7 @@ class View:
             scale = float(np.median(np.abs(c))) or 1.0
             Xc = np.array([self.enc.encode(origin(t, self.space)) for t in rows])
             models.append(_probability(Xc, -np.sign(c) * np.log1p(np.abs(c) / scale),
-                                       running, 1e-4))
+                                       running, 1e-4, self.cells))
 
         def prob(cands: np.ndarray) -> np.ndarray:
             return np.prod([m(cands) for m in models], axis=0)

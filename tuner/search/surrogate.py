@@ -7,6 +7,15 @@ variance (no lower than ``noise_floor``) by maximising the marginal likelihood o
 small grid, one dimension at a time; ``GP.predict`` gives the posterior mean and standard
 deviation in the data's units, ``GP.covariance`` the posterior covariance between two sets
 of points (for draws of several points at once). A few milliseconds for the tens of trials a study has.
+
+**Cells.** A categorical flag may change what the other flags mean (without chunked
+prefill the token budget must hold a whole prompt: it is flat past one prompt where a
+chunked budget is steep). One length scale per flag, shared by both sides, cannot say
+"flat here, steep there". Given ``cells`` (the dimensions of such flags), the kernel adds
+to the shared term one that correlates points of the same cell only, with its own
+length scales: ``(1 - w) k(a, b) + w [cell(a) = cell(b)] k_cell(a, b)`` (the shared and
+cell-specific components of a hierarchical or multi-task process). ``w`` = 0 is the plain
+process, ``w`` = 1 a process per cell; the marginal likelihood chooses (``CELL_SHARES``).
 """
 
 from __future__ import annotations
@@ -23,6 +32,7 @@ LENGTHS = (0.1, 0.2, 0.4, 0.8)  # isotropic length scales tried first (unit cube
 SCALES = (0.5, 2.0, 4.0, 30.0)  # then each dimension's multiplier (30: the flag is inert)
 PRIOR_LENGTH, PRIOR_LOG_SD = 1.0, 1.0  # a flag matters little until the data show it does
 NOISES = (1e-4, 1e-3, 1e-2, 0.05, 0.2)  # noise variances tried (standardised data)
+CELL_SHARES = (0.5, 1.0)  # the cell term's share of the prior variance tried (besides 0)
 
 
 @dataclass(frozen=True)
@@ -82,20 +92,57 @@ def _matern(a: np.ndarray, b: np.ndarray, lengths: np.ndarray) -> np.ndarray:
 
 
 @dataclass(frozen=True)
+class Kernel:
+    """Matern 5/2 with ``lengths``, plus (``share`` > 0) a term over pairs in the same cell
+    (equal on every ``cells`` dimension) with its own ``cell_lengths`` (see the module)."""
+
+    lengths: np.ndarray
+    cells: np.ndarray | None = None  # bool per dimension
+    cell_lengths: np.ndarray | None = None
+    share: float = 0.0
+
+    def __call__(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        k = _matern(a, b, self.lengths)
+        if self.share <= 0 or self.cells is None or self.cell_lengths is None:
+            return k
+        same = (np.abs(a[:, None, self.cells] - b[None, :, self.cells]) < 1e-9).all(-1)
+        return (1.0 - self.share) * k + self.share * same * _matern(a, b, self.cell_lengths)
+
+    def penalty(self) -> float:
+        """Minus the log prior of the length scales: the shared ones near the cube's size,
+        the cell term's (while it has weight) near the shared ones, so a cell pays for each
+        length scale in which it differs."""
+        out = (np.log(self.lengths / PRIOR_LENGTH) ** 2).sum()
+        if self.share > 0 and self.cell_lengths is not None:
+            out += (np.log(self.cell_lengths / self.lengths) ** 2).sum()
+        return 0.5 * float(out) / PRIOR_LOG_SD ** 2
+
+    def with_lengths(self, lengths: np.ndarray, cell: bool = False) -> "Kernel":
+        if cell:
+            return Kernel(self.lengths, self.cells, lengths, self.share)
+        return Kernel(lengths, self.cells, self.cell_lengths, self.share)
+
+
+@dataclass(frozen=True)
 class GP:
     """A fitted process: ``predict`` gives (mean, sd) in the data's units."""
 
     X: np.ndarray
     y: np.ndarray
-    lengths: np.ndarray
+    kernel: Kernel
     noise: float  # variance, standardised units
     chol: np.ndarray
     alpha: np.ndarray
     mean: float
     scale: float
 
+    @property
+    def lengths(self) -> np.ndarray:
+        """The shared term's length scales."""
+        return self.kernel.lengths
+
     def predict(self, Xs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        k = _matern(Xs, self.X, self.lengths)
+        k = self.kernel(Xs, self.X)
         mu = k @ self.alpha
         v = np.linalg.solve(self.chol, k.T)
         var = np.maximum(1.0 - (v * v).sum(0), 1e-12)
@@ -104,9 +151,9 @@ class GP:
     def covariance(self, A: np.ndarray, B: np.ndarray) -> np.ndarray:
         """The posterior covariance of the process's values (noise excluded) at ``A`` and
         ``B`` (len(A) x len(B)), in the data's units squared."""
-        va = np.linalg.solve(self.chol, _matern(A, self.X, self.lengths).T)
-        vb = np.linalg.solve(self.chol, _matern(B, self.X, self.lengths).T)
-        return self.scale ** 2 * (_matern(A, B, self.lengths) - va.T @ vb)
+        va = np.linalg.solve(self.chol, self.kernel(A, self.X).T)
+        vb = np.linalg.solve(self.chol, self.kernel(B, self.X).T)
+        return self.scale ** 2 * (self.kernel(A, B) - va.T @ vb)
 
     @property
     def noise_sd(self) -> float:
@@ -122,42 +169,72 @@ class GP:
         mu, _ = self.predict(Xs)
         X = np.vstack([self.X, Xs])
         y = np.concatenate([self.y, mu])
-        return _posterior(X, y, self.lengths, self.noise, self.mean, self.scale)[1]
+        return _posterior(X, y, self.kernel, self.noise, self.mean, self.scale)[1]
 
 
-def _posterior(X, y, lengths, noise, mean, scale) -> tuple[float, GP]:
+def _posterior(X, y, kernel: Kernel, noise, mean, scale) -> tuple[float, GP]:
     """(log marginal likelihood, GP) of standardised ``y`` under the hyperparameters."""
     z = (y - mean) / scale
-    k = _matern(X, X, lengths) + (noise + 1e-8) * np.eye(len(X))
+    k = kernel(X, X) + (noise + 1e-8) * np.eye(len(X))
     try:
         chol = np.linalg.cholesky(k)
     except np.linalg.LinAlgError:
         return -math.inf, None  # type: ignore[return-value]
     alpha = np.linalg.solve(chol.T, np.linalg.solve(chol, z))
     lml = -0.5 * z @ alpha - np.log(np.diag(chol)).sum()
-    # a weak prior: length scales near the cube's size, little noise
-    lml -= 0.5 * (np.log(lengths / PRIOR_LENGTH) ** 2).sum() / PRIOR_LOG_SD ** 2
-    return float(lml), GP(X, y, lengths, noise, chol, alpha, mean, scale)
+    lml -= kernel.penalty()  # a weak prior: length scales near the cube's size
+    return float(lml), GP(X, y, kernel, noise, chol, alpha, mean, scale)
 
 
-def fit(X: np.ndarray, y: np.ndarray, noise_floor: float = 1e-4) -> GP:
-    """The process of the best marginal likelihood over the grid (see the module)."""
+def fit(X: np.ndarray, y: np.ndarray, noise_floor: float = 1e-4,
+        cells: np.ndarray | None = None) -> GP:
+    """The process of the best marginal likelihood over the grid (see the module);
+    ``cells``: the dimensions (bool each) whose values make a cell, or None."""
     mean, scale = float(y.mean()), float(y.std()) or 1.0
     noises = [max(n, noise_floor / scale ** 2) for n in NOISES]
     best, best_lml = None, -math.inf
     for length in LENGTHS:
         for noise in noises:
-            lml, gp = _posterior(X, y, np.full(X.shape[1], length), noise, mean, scale)
+            lml, gp = _posterior(X, y, Kernel(np.full(X.shape[1], length)), noise, mean, scale)
             if lml > best_lml:
                 best, best_lml = gp, lml
     assert best is not None
-    lengths = best.lengths.copy()
+    best, best_lml = _coordinates(X, y, best, best_lml, cell=False)
+    if cells is None or not cells.any() or len(_cell_keys(X, cells)) < 2:
+        return best
+    plain = best
+    for share in CELL_SHARES:  # the noise too: what the plain process took for noise may
+        start, start_lml = None, -math.inf  # be a difference between the cells
+        for noise in noises:
+            k = Kernel(plain.lengths, cells, plain.lengths.copy(), share)
+            lml, gp = _posterior(X, y, k, noise, mean, scale)
+            if lml > start_lml:
+                start, start_lml = gp, lml
+        if start is None:
+            continue
+        gp, lml = _coordinates(X, y, start, start_lml, cell=True)
+        if lml > best_lml:
+            best, best_lml = gp, lml
+    return best
+
+
+def _cell_keys(X: np.ndarray, cells: np.ndarray) -> set:
+    return {tuple(row) for row in np.round(X[:, cells], 9)}
+
+
+def _coordinates(X, y, best: GP, best_lml: float, cell: bool) -> tuple[GP, float]:
+    """One pass of each dimension's length scale over ``SCALES`` (the cell term's with
+    ``cell``), keeping the best marginal likelihood."""
+    kernel = best.kernel
+    lengths = (kernel.cell_lengths if cell else kernel.lengths).copy()
     for dim in range(X.shape[1]):
         for m in SCALES:
             trial = lengths.copy()
             trial[dim] = min(lengths[dim] * m, 30.0)
-            lml, gp = _posterior(X, y, trial, best.noise, mean, scale)
+            lml, gp = _posterior(X, y, kernel.with_lengths(trial, cell), best.noise,
+                                 best.mean, best.scale)
             if lml > best_lml:
                 best, best_lml = gp, lml
-        lengths = best.lengths.copy()
-    return best
+        kernel = best.kernel
+        lengths = (kernel.cell_lengths if cell else kernel.lengths).copy()
+    return best, best_lml

@@ -44,6 +44,10 @@ class Param:
     # the flag does to a trial (its class and vLLM source: numerics.py).
     opt_in: bool = False
     why: str = ""
+    # A mode switch: other flags act differently on each side of it (without chunked
+    # prefill the token budget must hold a whole prompt), so a model of the trials should
+    # not assume that they vary alike on both sides (``tuner.search.surrogate``'s cells).
+    mode: bool = False
 
     @property
     def flag(self) -> str:
@@ -143,7 +147,8 @@ CATALOGUE: tuple[Param, ...] = (
     Param("gpu_memory_utilization", "float", 0.50, 0.95, step=0.01, bounds=(0.01, 1.0),
           help="share of GPU memory vLLM may use; the rest above weights is KV cache"),
     Param("enable_prefix_caching", "bool", help="reuse KV blocks of shared prompt prefixes"),
-    Param("enable_chunked_prefill", "bool", help="split prefills and mix them with decodes"),
+    Param("enable_chunked_prefill", "bool", help="split prefills and mix them with decodes",
+          mode=True),
     Param("enforce_eager", "bool", help="no CUDA graphs: less memory, maybe slower steps"),
     Param("max_num_seqs", "int", 8, 1024, log=True, bounds=(1, 2**16),
           help="most sequences in one step"),
