@@ -83,10 +83,11 @@ def _measure(profile: Profile, truth: Truth, prop: Proposal, base: TrialRecord,
 
 
 def run_one(profile: Profile, truth: Truth, c: Contender, seed: int,
-            n_trials: int = 40) -> dict[str, Any]:
+            n_trials: int = 40, studies: list | None = None) -> dict[str, Any]:
     """Trials in the order they finished: {"points": [[tok/s, p99 ITL] | None], "outcomes",
     "moves" (what proposed each: "baseline", or the ``front:move`` kind and aim),
-    "ask_ms", "duplicates", "stopped"}."""
+    "ask_ms", "duplicates", "stopped"}; the study is appended to ``studies`` when given
+    (for diagnostics that read each trial's flags: ``search_moves.py``)."""
     warnings.filterwarnings("ignore")
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     plan = c.plan or SearchPlan("random", constraints=False)
@@ -94,6 +95,8 @@ def run_one(profile: Profile, truth: Truth, c: Contender, seed: int,
                                 sampler=plan.sampler_for(
                                     seed, front=FrontSettings.for_study(profile.spec, profile.space)))
     limit = _enqueue_autotune(study, profile, seed) if c.plan is None else None
+    if studies is not None:
+        studies.append(study)
     if plan.warm_start:
         warm_start(study, profile.space)
     dists = profile.space.distributions()
