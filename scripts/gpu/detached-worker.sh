@@ -9,9 +9,10 @@
 #   bash scripts/gpu/detached-worker.sh STUDY_FILE N_TRIALS WATCH_S
 # STOP=1: interrupt the worker instead (SIGINT: a running trial is recorded as stopped and
 # queued again) and wait up to WATCH_S for it to exit, then copy. DRAIN=1: `tuner stop` (the
-# running trial finishes, then the worker exits; the stop request is cleared afterwards so
-# that a later worker on the copied study runs), waiting up to WATCH_S. The worker's own output
-# is $TUNER_HOME/worker.log (also copied). A carried .gpu-state/tuner.db (an earlier
+# running trial finishes, then the worker exits), waiting up to WATCH_S; once no worker
+# runs, the stop request is cleared, as it is before a worker starts (`tuner launch` does
+# the same; a plain `tuner worker` on a study with the request set exits at once). The
+# worker's own output is $TUNER_HOME/worker.log (also copied). A carried .gpu-state/tuner.db (an earlier
 # window's study) is resumed when the box has no study database yet.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -27,17 +28,22 @@ fi
 name=$(basename "$study_file" .toml)
 pidfile=$TUNER_HOME/worker.pid
 running() { [ -f "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null; }
+clear_stop() {  # a stop request left in the study (as `tuner launch` does before it starts)
+  "$TUNER_GPU_PY" - "$TUNER_HOME/tuner.db" "$name" <<'PYEOF'
+import sys, optuna
+from tuner.runner.registry import STOP
+study = optuna.load_study(study_name=sys.argv[2], storage=f"sqlite:///{sys.argv[1]}")
+if study.user_attrs.get(STOP):
+    study.set_user_attr(STOP, None)
+    print("detached-worker: cleared the study's stop request")
+PYEOF
+}
 
 if [ "${DRAIN:-0}" = 1 ]; then
   if running; then
     PYTHONUNBUFFERED=1 "$TUNER_GPU_PY" -m tuner stop "$name" --timeout "${watch}s" || true
-    "$TUNER_GPU_PY" - "$TUNER_HOME/tuner.db" "$name" <<'PYEOF'
-import sys, optuna
-from tuner.runner.registry import STOP
-optuna.load_study(study_name=sys.argv[2], storage=f"sqlite:///{sys.argv[1]}").set_user_attr(STOP, None)
-print("detached-worker: cleared the stop request")
-PYEOF
   fi
+  running || clear_stop
 elif [ "${STOP:-0}" = 1 ]; then
   if running; then kill -INT "$(cat "$pidfile")"; echo "detached-worker: interrupted the worker"; fi
 elif running; then
@@ -45,6 +51,7 @@ elif running; then
 else
   nvidia-smi --query-gpu=name,memory.used,memory.total,driver_version --format=csv
   PYTHONUNBUFFERED=1 "$TUNER_GPU_PY" -m tuner study create "$study_file"
+  clear_stop
   PYTHONUNBUFFERED=1 setsid nohup "$TUNER_GPU_PY" -m tuner worker "$name" --gpus 0 \
     --n-trials "$n" --trust-stored-engine >> "$TUNER_HOME/worker.log" 2>&1 < /dev/null &
   echo $! > "$pidfile"
