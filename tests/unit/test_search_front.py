@@ -241,7 +241,8 @@ def test_re_measuring_a_noisy_front_point_gains_nothing():
     view.maximise = np.array([True, False])
     view.s = FrontSettings(SETTINGS.reference, draws=64)
     cand, ties, ref = X[[np.argmax(logs[:, 0])]], np.zeros(2), np.array([-500.0, 200.0])
-    fronts, draws = view.draws(X, np.ones(12, bool), gps, cand, ties, rng)
+    preds = [gp.predict(cand) for gp in gps]
+    fronts, draws = view.draws(X, np.ones(12, bool), gps, cand, preds, ties, rng)
     joint = expected_improvement(draws, fronts, ref)[0]
     # drawn apart from the front at its measured values, the same candidate seemed to gain
     mean, sd = (np.stack([gp.predict(cand)[i] for gp in gps], 1) for i in (0, 1))

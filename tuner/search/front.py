@@ -185,6 +185,11 @@ def _moves(trials: Sequence[FrozenTrial]) -> list[Mapping[str, Any]]:
     return [t.system_attrs[MOVE] for t in trials if isinstance(t.system_attrs.get(MOVE), dict)]
 
 
+def _probes_held(moves: Sequence[Mapping[str, Any]]) -> set[tuple[Any, Any]]:
+    """The probes these moves hold, as (parent trial, probe index)."""
+    return {(m.get("parent"), m.get("probe")) for m in moves if m.get("kind") == "probe"}
+
+
 class FrontSampler(optuna.samplers.BaseSampler):
     """Probes, then expected hypervolume improvement under a GP (see the module)."""
 
@@ -222,10 +227,8 @@ class FrontSampler(optuna.samplers.BaseSampler):
         each write their move, then read the others', so at least one of two sees the
         other's and takes the next probe (a probe clipped to the space's edge is the same
         configuration whatever its jitter)."""
-        key = (move.get("parent"), move.get("probe"))
-        return any((m.get("parent"), m.get("probe")) == key for m in _moves(
-            [t for t in study.get_trials(deepcopy=False) if t.number != trial.number])
-            if m.get("kind") == "probe")
+        others = [t for t in study.get_trials(deepcopy=False) if t.number != trial.number]
+        return (move.get("parent"), move.get("probe")) in _probes_held(_moves(others))
 
     def sample_independent(self, study, trial, param_name, param_distribution) -> Any:
         return self._random.sample_independent(study, trial, param_name, param_distribution)
@@ -281,7 +284,7 @@ class View:
 
     # probes ------------------------------------------------------------------------
     def probe(self, seed: int | None):
-        done = {(m.get("parent"), m.get("probe")) for m in self.moves if m.get("kind") == "probe"}
+        done = _probes_held(self.moves)
         for parent in self.parents():
             here = origin(parent, self.space)
             for i, probe in enumerate(self.s.probes):
@@ -307,20 +310,22 @@ class View:
         if self.default is None or not started(self.default):
             return []
         here = origin(self.default, self.space)
-        taken = {n: v for n, v in self.cell(here).items() if self.cell(here, True)[n] != v}
-        out = [self.default]
+        mine, fixed = self.cell(here), self.cell(here, True)
+        taken = {n: v for n, v in mine.items() if fixed[n] != v}
+        out, cells = [self.default], [mine]
         if not self.s.regimes or not taken:
             return out
         for t in self.trials:
             if t is self.default or not record_of(t).baseline or not started(t):
                 continue
-            flags = origin(t, self.space)
             if self.dominated(t, taken):
                 continue
-            if all(self.cell(flags, True)[n] == v for n, v in taken.items()) and all(
-                    self.cell(flags, True)[n] == self.cell(flags)[n] for n in taken) and all(
-                    self.cell(flags) != self.cell(origin(p, self.space)) for p in out):
+            flags = origin(t, self.space)
+            cell, repaired = self.cell(flags), self.cell(flags, True)
+            # keeps what the rules took, as the rules leave it, in a cell no parent has
+            if all(repaired[n] == v == cell[n] for n, v in taken.items()) and cell not in cells:
                 out.append(t)
+                cells.append(cell)
         return out
 
     def dominated(self, t: FrozenTrial, taken: Mapping[str, Any]) -> bool:
@@ -363,11 +368,13 @@ class View:
         ties = np.array([max(spread[j], gps[j].noise_sd, self.s.tie) for j in range(2)])
         ok = np.array([feasible(t) for t in self.measured], bool)
         at = np.vstack([X[ok], running])  # the front's points: feasible, then in flight
-        fronts, draws = self.draws(at, np.arange(len(at)) < ok.sum(), gps, cands, ties, rng)
+        preds = [gp.predict(cands) for gp in gps]  # (mean, sd) of each objective
+        fronts, draws = self.draws(at, np.arange(len(at)) < ok.sum(), gps, cands, preds, ties,
+                                   rng)
         ref, aim = self.reference(), self.aim()
         gain = (expected_improvement(draws, fronts, ref) if aim == "ehvi"
                 else end_improvement(draws, fronts, ref, int(aim[-1])))
-        sd = np.stack([gp.predict(cands)[1] for gp in gps], 1)
+        sd = np.stack([p[1] for p in preds], 1)
         pf = feas(cands)
         best = choose(gain, pf, sd.sum(1), any(feasible(t) for t in self.measured))
         return self.enc.decode(cands[best]), {"kind": "model", "aim": aim,
@@ -392,17 +399,17 @@ class View:
         ref = np.array(self.s.reference.point(default), float)
         return np.where(self.maximise, -ref, ref)
 
-    def draws(self, at, measured, gps, cands, ties, rng) -> tuple[np.ndarray, np.ndarray]:
-        """Posterior draws of the front (the processes at ``at``) and of the candidates,
-        jointly (``joint_draws``): (k x points x 2, k x candidates x 2), minimised; each
-        ``measured`` point of the front made better by its ties."""
+    def draws(self, at, measured, gps, cands, preds, ties, rng) -> tuple[np.ndarray, np.ndarray]:
+        """Posterior draws of the front (the processes at ``at``) and of the candidates
+        (``preds``: each process's mean and sd there), jointly (``joint_draws``): (k x points
+        x 2, k x candidates x 2), minimised; each ``measured`` point of the front made better
+        by its ties."""
         k = self.s.draws
         normal = np.random.default_rng(rng.integers(2 ** 32))
         z_f, z_c = normal.standard_normal((2, k, len(at))), normal.standard_normal((2, k, 1))
         fronts, draws = [], []
-        for j, gp in enumerate(gps):
+        for j, (gp, (mean_c, sd_c)) in enumerate(zip(gps, preds)):
             mean_f, _ = gp.predict(at)
-            mean_c, sd_c = gp.predict(cands)
             f, c = joint_draws(mean_f, gp.covariance(at, at), mean_c, gp.covariance(at, cands),
                                sd_c ** 2, z_f[j], z_c[j])
             fronts.append(f)
