@@ -135,7 +135,11 @@ def test_cli_runs_alone_against_a_server_and_writes_json(server, tmp_path):
                "--output-len", "4", "--vocab-size", "1000", "--max-concurrency", "4",
                "--json", str(out), "--slo-itl-ms", "1000")
     assert p.returncode == 0, p.stderr
-    assert "Serving Benchmark Result" in p.stdout and "Median ITL (ms)" in p.stdout
+    assert "Serving Benchmark Result" in p.stdout
+    # ITL is shown, or, when the client saw too few gaps (a loaded machine coalesces its
+    # reads: 3 gaps a request here), marked not observed with the reason, never as 0
+    assert "Median ITL (ms)" in p.stdout or (
+        "ITL:" in p.stdout and "NOT OBSERVED" in p.stdout and "Not observed:" in p.stdout)
     assert "20/20 requests" in p.stderr
     data = json.loads(out.read_text())
     assert data["metrics"]["completed"] == 20 and data["config"]["load"]["max_concurrency"] == 4

@@ -3,7 +3,8 @@
 A new study enqueues them first so that every study shows its gain over the default.
 They are references: launched exactly as given (outside the rule set). ``launch`` holds
 the flags put on the command line; ``flags`` is the effective configuration (vLLM's
-defaults for the rest), which is what the trial records.
+defaults for the rest, as vLLM derives them from the given ones: ``resolve_launch``), which
+is what the trial records.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from tuner.space.defaults import resolve_launch
 from tuner.space.space import SearchSpace
 
 
@@ -47,5 +49,5 @@ def baselines(space: SearchSpace) -> list[Baseline]:
             ("article", "the article's launch without chunked prefill", plain),
             ("article-chunked", "the article's launch with chunked prefill", chunked)):
         launch = {**space.fixed, **launch}
-        out.append(Baseline(name, text, launch, {**defaults, **launch}))
+        out.append(Baseline(name, text, launch, resolve_launch(launch, defaults)))
     return out

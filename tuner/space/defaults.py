@@ -8,7 +8,7 @@ caching are on by default in V1. ``max_model_len`` defaults to the model's conte
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping
 
 
 def batch_defaults(gpu_memory_gib: float, gpu_name: str) -> tuple[int, int]:
@@ -42,6 +42,28 @@ def vllm_defaults(model_max_len: int, gpu_memory_gib: float, gpu_name: str,
         # 0.24: min(2 * max_num_seqs, 512) (config/compilation.py); 0.32: capped at 512
         "max_cudagraph_capture_size": min(2 * seqs, 512),
     }
+
+
+def resolve_launch(launch: Mapping[str, Any], defaults: Mapping[str, Any]) -> dict[str, Any]:
+    """The flags a launch runs with when it leaves some to vLLM: those it gives, vLLM's
+    ``defaults`` for the rest, except the ones vLLM derives from what was given
+    (``EngineArgs._set_default_max_num_seqs_and_batched_tokens_args``, 0.24 and 0.32): an
+    absent token budget is the default's, at least max_model_len without chunked prefill
+    and at most max_num_seqs x max_model_len; absent sequences are the default's, at most
+    the budget (the article's ``--max-num-batched-tokens 256`` runs 256 sequences, not
+    1,024); an absent CUDA-graph capture size follows the sequences."""
+    flags = {**defaults, **launch}
+    if "max_num_batched_tokens" not in launch and "max_num_batched_tokens" in defaults:
+        budget, mml = int(defaults["max_num_batched_tokens"]), int(flags["max_model_len"])
+        if not flags.get("enable_chunked_prefill", True):
+            budget = max(budget, mml)
+        flags["max_num_batched_tokens"] = min(int(flags["max_num_seqs"]) * mml, budget)
+    if "max_num_seqs" not in launch and "max_num_seqs" in defaults:
+        flags["max_num_seqs"] = min(int(defaults["max_num_seqs"]),
+                                    int(flags["max_num_batched_tokens"]))
+    if "max_cudagraph_capture_size" not in launch and "max_cudagraph_capture_size" in defaults:
+        flags["max_cudagraph_capture_size"] = min(2 * int(flags["max_num_seqs"]), 512)
+    return flags
 
 
 # The V1 scheduler's flags as vLLM 0.24 and 0.32 resolve them when absent (their parsers
