@@ -5,7 +5,8 @@
 1. **probes** (``FrontSettings.probes``): after the enqueued baselines, a few moves from
    the default that the tuning guides name: towards low latency (an eighth of the token
    budget and of the sequences), the low-latency corner (the article's small chunked
-   budget, a 32nd of vLLM's 8,192, with a 16th of the sequences), a quarter of the
+   budget, a 32nd of vLLM's 8,192, with as many sequences as tokens, as vLLM runs the
+   article's launch), a quarter of the
    budget, a quarter of the sequences, and the one-flag moves mirrored (four times the
    budget, four times the sequences, where the space has room). Each factor is jittered by
    the seed (up to ``jitter`` on a log scale), so seeds run different trajectories;
@@ -68,7 +69,9 @@ MOVE = "front:move"
 STARTS = "starts"
 PROBES: tuple[Mapping[str, float], ...] = (
     {"max_num_batched_tokens": 0.125, "max_num_seqs": 0.125},  # towards low latency
-    {"max_num_batched_tokens": 1 / 32, "max_num_seqs": 1 / 16},  # the article's chunked
+    # the article's chunked launch: its budget (a 32nd of the default's 8,192) and, as vLLM
+    # runs that launch, the sequences capped at the budget (the rules' budget-covers-seqs)
+    {"max_num_batched_tokens": 1 / 32},
     {"max_num_batched_tokens": 0.25},
     {"max_num_seqs": 0.25},
     # the one-flag probes mirrored: the other side of the parent (a response need not be

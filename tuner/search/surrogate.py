@@ -16,6 +16,16 @@ to the shared term one that correlates points of the same cell only, with its ow
 length scales: ``(1 - w) k(a, b) + w [cell(a) = cell(b)] k_cell(a, b)`` (the shared and
 cell-specific components of a hierarchical or multi-task process). ``w`` = 0 is the plain
 process, ``w`` = 1 a process per cell; the marginal likelihood chooses (``CELL_SHARES``).
+
+**Unmoved flags** (``unmoved``). A flag that the data never moved apart from the cells (the
+article's launch and its probes keep its memory share, max-model-len and eager mode, while
+vLLM's default and its probes, the other side of chunked prefill, keep theirs) has no effect
+the data can tell from the mode switch's. Left at its prior length scale, it made every
+candidate that moved it alone look uncertain (a factor of 2 on p99 ITL beside the front,
+docs/search.md round 5), and the acquisition spent trials on that spread. It is held inert
+(``INERT``) until a trial moves it within a cell; the mode switch carries the difference.
+A flag nothing moved at all is inert the same way (candidates still move it at random, so
+the trials that follow try it).
 """
 
 from __future__ import annotations
@@ -32,6 +42,7 @@ LENGTHS = (0.1, 0.2, 0.4, 0.8)  # isotropic length scales tried first (unit cube
 SCALES = (0.5, 2.0, 4.0, 30.0)  # then each dimension's multiplier (30: the flag is inert)
 PRIOR_LENGTH, PRIOR_LOG_SD = 1.0, 1.0  # a flag matters little until the data show it does
 NOISES = (1e-4, 1e-3, 1e-2, 0.05, 0.2)  # noise variances tried (standardised data)
+INERT = 30.0  # the length scale of a flag the data never moved on its own (``unmoved``)
 CELL_SHARES = (0.5, 1.0)  # the cell term's share of the prior variance tried (besides 0)
 
 
@@ -192,27 +203,29 @@ def fit(X: np.ndarray, y: np.ndarray, noise_floor: float = 1e-4,
     ``cells``: the dimensions (bool each) whose values make a cell, or None."""
     mean, scale = float(y.mean()), float(y.std()) or 1.0
     noises = [max(n, noise_floor / scale ** 2) for n in NOISES]
+    inert = unmoved(X, cells)
     best, best_lml = None, -math.inf
     for length in LENGTHS:
         for noise in noises:
-            lml, gp = _posterior(X, y, Kernel(np.full(X.shape[1], length)), noise, mean, scale)
+            lengths = np.where(inert, INERT, length)
+            lml, gp = _posterior(X, y, Kernel(lengths), noise, mean, scale)
             if lml > best_lml:
                 best, best_lml = gp, lml
     assert best is not None
-    best, best_lml = _coordinates(X, y, best, best_lml, cell=False)
+    best, best_lml = _coordinates(X, y, best, best_lml, cell=False, skip=inert)
     if cells is None or not cells.any() or len(_cell_keys(X, cells)) < 2:
         return best
     plain = best
     for share in CELL_SHARES:  # the noise too: what the plain process took for noise may
         start, start_lml = None, -math.inf  # be a difference between the cells
         for noise in noises:
-            k = Kernel(plain.lengths, cells, plain.lengths.copy(), share)
+            k = Kernel(plain.lengths, cells, np.where(inert, INERT, plain.lengths), share)
             lml, gp = _posterior(X, y, k, noise, mean, scale)
             if lml > start_lml:
                 start, start_lml = gp, lml
         if start is None:
             continue
-        gp, lml = _coordinates(X, y, start, start_lml, cell=True)
+        gp, lml = _coordinates(X, y, start, start_lml, cell=True, skip=inert)
         if lml > best_lml:
             best, best_lml = gp, lml
     return best
@@ -222,12 +235,32 @@ def _cell_keys(X: np.ndarray, cells: np.ndarray) -> set:
     return {tuple(row) for row in np.round(X[:, cells], 9)}
 
 
-def _coordinates(X, y, best: GP, best_lml: float, cell: bool) -> tuple[GP, float]:
+def unmoved(X: np.ndarray, cells: np.ndarray | None = None) -> np.ndarray:
+    """The dimensions the data never moved on their own: constant within every cell (with no
+    ``cells``, constant), the cells' own dimensions excepted. Nothing can tell their effect
+    from the mode switch's (or from nothing), so they are held inert (``INERT``) until a
+    trial moves one; the mode switch carries the difference."""
+    if len(X) == 0:
+        return np.zeros(X.shape[1], bool)
+    keys = (np.zeros(len(X), int) if cells is None or not cells.any()
+            else np.unique(np.round(X[:, cells], 9), axis=0, return_inverse=True)[1].ravel())
+    out = np.ones(X.shape[1], bool)
+    for k in np.unique(keys):
+        out &= np.ptp(X[keys == k], axis=0) < 1e-9
+    if len(np.unique(keys)) > 1:  # the cells' dimensions tell them apart: not inert
+        out &= ~cells
+    return out
+
+
+def _coordinates(X, y, best: GP, best_lml: float, cell: bool,
+                 skip: np.ndarray | None = None) -> tuple[GP, float]:
     """One pass of each dimension's length scale over ``SCALES`` (the cell term's with
-    ``cell``), keeping the best marginal likelihood."""
+    ``cell``), keeping the best marginal likelihood; ``skip``: dimensions left as they are."""
     kernel = best.kernel
     lengths = (kernel.cell_lengths if cell else kernel.lengths).copy()
     for dim in range(X.shape[1]):
+        if skip is not None and skip[dim]:
+            continue
         for m in SCALES:
             trial = lengths.copy()
             trial[dim] = min(lengths[dim] * m, 30.0)
