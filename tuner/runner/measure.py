@@ -9,6 +9,7 @@ the server and propagates.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import json
 import os
@@ -129,6 +130,14 @@ def _failure(kind: str, message: str, server: Server) -> dict[str, Any]:
             "log_tail": logparse.tail(log), "log": str(server.log_path)}
 
 
+@contextlib.contextmanager
+def _timed(phases: dict[str, float], name: str):
+    """Record how long the block took as phase ``name`` (when it completes)."""
+    t0 = time.monotonic()
+    yield
+    phases[name] = time.monotonic() - t0
+
+
 def measure(spec: StudySpec, flags: Mapping[str, Any], launch_flags: Mapping[str, Any],
             number: int, slot: Slot, base: TrialRecord, phase: Phase,
             confirm: Confirm | None = None, guard: Guard | None = None) -> TrialRecord:
@@ -156,21 +165,18 @@ def measure(spec: StudySpec, flags: Mapping[str, Any], launch_flags: Mapping[str
         if told is None:
             told = _benchmark(spec, server, base, phases, phase)
             if confirm is not None and told.outcome == record.MEASURED:
-                t0 = time.monotonic()
-                told = _confirm(spec, server, told, confirm(told.metrics), phase)
-                phases["confirm"] = time.monotonic() - t0
+                with _timed(phases, "confirm"):
+                    told = _confirm(spec, server, told, confirm(told.metrics), phase)
             if guard is not None and told.outcome == record.MEASURED and guard.role(spec, told):
                 phase("accuracy")
-                t0 = time.monotonic()
-                told = guard.check(spec, server.url, engine.served_name(spec), told, number)
-                phases["accuracy"] = time.monotonic() - t0
+                with _timed(phases, "accuracy"):
+                    told = guard.check(spec, server.url, engine.served_name(spec), told, number)
             if slot.crosscheck and told.outcome == record.MEASURED:
                 phase("crosscheck")
-                t0 = time.monotonic()
-                env = engine.engine_environment(os.environ, launch)
-                vllm = crosscheck.run(spec, server.url, engine.served_name(spec), env,
-                                      crosscheck.num_prompts(told))
-                phases["crosscheck"] = time.monotonic() - t0
+                with _timed(phases, "crosscheck"):
+                    env = engine.engine_environment(os.environ, launch)
+                    vllm = crosscheck.run(spec, server.url, engine.served_name(spec), env,
+                                          crosscheck.num_prompts(told))
                 told = dataclasses.replace(told, vllm_bench=vllm)
     finally:
         # A measurement is worth keeping: an interrupt while the server stops is held
