@@ -177,7 +177,9 @@ def test_worker_survives_a_database_restart_and_loses_no_trial(private_pg, study
     assert private_pg.password not in text
     assert during >= down_since  # the trial measured during the outage
     trials = trials_of("out", url)
-    assert all(t.state in (TrialState.COMPLETE, TrialState.FAIL) for t in trials)
+    assert all(t.state in (TrialState.COMPLETE, TrialState.FAIL) for t in trials), (
+        [(t.number, t.state.name, t.user_attrs.get("outcome")) for t in trials],
+        text[-3000:])
     launched = [t for t in trials if t.state == TrialState.COMPLETE
                 and t.user_attrs["outcome"] != record.DUPLICATE]
     servers = watcher.servers()

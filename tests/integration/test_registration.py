@@ -31,3 +31,33 @@ def test_a_trial_taken_by_a_worker_that_dies_at_once_is_still_closed_as_stale(st
     # Optuna leaves a trial without any heartbeat running: what `running` guards against
     assert states[untouched.number] == TrialState.RUNNING
     assert study.trials[taken.number].user_attrs["worker"] == reg.id
+
+
+def test_a_beat_lost_to_an_outage_never_closes_the_workers_own_trial(storage_url, monkeypatch):
+    """After an outage longer than the grace period the worker's own trial looks stale
+    until its beat lands: the heartbeat thread closes stale trials only after a written
+    beat, so it fails another worker's dead trial but never the one it is measuring."""
+    from tuner import optuna_adapter
+    from tuner.runner import registry
+
+    study = _study(storage_url)
+    reg = Registration(study, (0,), interval_s=3600)
+    mine, dead = study.ask(), study.ask()
+    reg.running(mine)
+    other = Registration(study, (1,), interval_s=3600)
+    other.id = "other-worker"
+    other.running(dead)  # ... and that worker dies
+    time.sleep(2.5)  # both heartbeats are past the grace period now
+    real = optuna_adapter.record_heartbeat
+
+    def unreachable(*args, **kwargs):
+        raise OSError("connection refused")  # the storage is not back for this beat yet
+    monkeypatch.setattr(registry.optuna_adapter, "record_heartbeat", unreachable)
+    reg.tick()
+    states = {t.number: t.state for t in study.get_trials(deepcopy=False)}
+    assert states == {mine.number: TrialState.RUNNING, dead.number: TrialState.RUNNING}
+    monkeypatch.setattr(registry.optuna_adapter, "record_heartbeat", real)
+    reg.tick()  # the beat lands, then the stale trials are closed: only the dead one
+    states = {t.number: t.state for t in study.get_trials(deepcopy=False)}
+    assert states[mine.number] == TrialState.RUNNING
+    assert states[dead.number] == TrialState.FAIL

@@ -72,7 +72,9 @@ class Registration:
         self.set(trial=trial.number, phase="propose")
         self.beat()
 
-    def beat(self) -> None:
+    def beat(self) -> bool:
+        """Write the worker's record and its trial's heartbeat; False when the storage did
+        not take them (the next beat retries)."""
         with self._lock:
             info = {**self.info, "heartbeat": time.time()}
             trial_id = self.trial_id
@@ -82,16 +84,27 @@ class Registration:
                 optuna_adapter.record_heartbeat(self.study, trial_id)
         except Exception as e:  # the storage may be down for a while; the next beat retries
             log.debug("heartbeat of %s not written: %s", self.id, e)
+            return False
+        return True
+
+    def tick(self) -> None:
+        """One turn of the heartbeat thread: beat, then close other workers' stale trials,
+        only once this beat is written. After an outage longer than the grace period this
+        worker's own trial looks stale until its beat lands: closing it then failed a trial
+        that was still measuring and queued a retry of it (the measurement was kept as a
+        copy, but the study's budget counted the trial three times)."""
+        if not self.beat():
+            return
+        try:
+            optuna.storages.fail_stale_trials(self.study)
+        except Exception:
+            pass
 
     def _run(self) -> None:
         # Beat twice per interval, and close other workers' stale trials each time, so a
         # dead worker's trial is failed within two intervals while any worker lives.
         while not self._stop.wait(self.interval_s / 2):
-            self.beat()
-            try:
-                optuna.storages.fail_stale_trials(self.study)
-            except Exception:
-                pass
+            self.tick()
 
     def close(self, state: str = "exited") -> None:
         self._stop.set()

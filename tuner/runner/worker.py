@@ -92,17 +92,18 @@ class _Registration(Registration):
 
     _signalled = False
 
-    def beat(self) -> None:
-        super().beat()
+    def beat(self) -> bool:
+        written = super().beat()
         if self._signalled or threading.current_thread() is not self._thread:
-            return
+            return written
         try:
             now = self.study.user_attrs.get(STOP)
         except Exception:  # the storage may be down for a while
-            return
+            return written
         if now == "now" and not self._stop.is_set():
             self._signalled = True
             os.kill(os.getpid(), signal.SIGTERM)
+        return written
 
 
 class Worker:
