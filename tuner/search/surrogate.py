@@ -39,7 +39,7 @@ from optuna.distributions import (BaseDistribution, CategoricalDistribution,
                                   FloatDistribution, IntDistribution)
 
 LENGTHS = (0.1, 0.2, 0.4, 0.8)  # isotropic length scales tried first (unit cube)
-SCALES = (0.5, 2.0, 4.0, 30.0)  # then each dimension's multiplier (30: the flag is inert)
+SCALES = (0.5, 2.0, 4.0, 30.0)  # then each dimension's multiplier (capped at INERT)
 PRIOR_LENGTH, PRIOR_LOG_SD = 1.0, 1.0  # a flag matters little until the data show it does
 NOISES = (1e-4, 1e-3, 1e-2, 0.05, 0.2)  # noise variances tried (standardised data)
 INERT = 30.0  # the length scale of a flag the data never moved on its own (``unmoved``)
@@ -219,7 +219,7 @@ def fit(X: np.ndarray, y: np.ndarray, noise_floor: float = 1e-4,
     for share in CELL_SHARES:  # the noise too: what the plain process took for noise may
         start, start_lml = None, -math.inf  # be a difference between the cells
         for noise in noises:
-            k = Kernel(plain.lengths, cells, np.where(inert, INERT, plain.lengths), share)
+            k = Kernel(plain.lengths, cells, plain.lengths.copy(), share)  # inert stay INERT
             lml, gp = _posterior(X, y, k, noise, mean, scale)
             if lml > start_lml:
                 start, start_lml = gp, lml
@@ -263,7 +263,7 @@ def _coordinates(X, y, best: GP, best_lml: float, cell: bool,
             continue
         for m in SCALES:
             trial = lengths.copy()
-            trial[dim] = min(lengths[dim] * m, 30.0)
+            trial[dim] = min(lengths[dim] * m, INERT)
             lml, gp = _posterior(X, y, kernel.with_lengths(trial, cell), best.noise,
                                  best.mean, best.scale)
             if lml > best_lml:
