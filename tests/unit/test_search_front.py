@@ -6,6 +6,7 @@ import numpy as np
 import optuna
 import pytest
 
+from tuner import optuna_adapter
 from tuner.trials.reference import rule_for
 from tuner.search import warm_start
 from tuner.search.acquisition import expected_improvement, improvement, joint_draws
@@ -284,3 +285,41 @@ def test_re_measuring_a_noisy_front_point_gains_nothing():
     measured = view.better(logs, np.ones(12, bool), ties)
     apart = expected_improvement(apart, np.repeat(measured[None], 64, 0), ref)[0]
     assert apart > 1.0 and joint < 1e-3 * apart  # nothing but the Cholesky jitter
+
+
+def _proposal(study, space, seed):
+    study.sampler = FrontSampler(SETTINGS, seed=seed)
+    return optuna_adapter.stored_trial(study, study.ask(space.distributions()))
+
+
+def test_a_proposal_another_worker_is_still_asking_is_not_proposed_again(space):
+    """Two workers asking at once: one's trial is RUNNING with its move written but its
+    parameters not yet (Optuna writes them after the sampler returns). The other, asking
+    then, must not propose the same configuration (the race behind two workers running
+    the same flags side by side)."""
+    enc = Encoding(space.distributions())
+    checked = 0
+    for n in (20, 21):
+        alone = _run(space, 0, n)
+        for seed in range(20, 24):
+            first = _proposal(alone, space, seed)
+            alone.tell(first.number, state=optuna.trial.TrialState.FAIL)
+            if first.system_attrs[MOVE]["kind"] != "model":
+                continue
+            study = _run(space, 0, n)
+            asking = optuna_adapter.stored_trial(study, study.ask())  # no parameters yet
+            optuna_adapter.set_trial_system_attr(study, asking, MOVE, dict(
+                first.system_attrs[MOVE], params=dict(first.params)))
+            again = _proposal(study, space, seed)
+            gap = np.abs(np.array(enc.encode(again.params)) - np.array(enc.encode(first.params)))
+            cat = enc.categorical()
+            assert (gap[~cat] >= SETTINGS.near).any() or (gap[cat] > 0).any(), (n, seed)
+            checked += 1
+    assert checked >= 4  # the model proposed in most of these
+
+
+def test_the_move_keeps_the_proposed_parameters(space):
+    study = _run(space, 0, 16)
+    moves = [t for t in study.trials if MOVE in t.system_attrs]
+    assert len(moves) >= 8
+    assert all(t.system_attrs[MOVE]["params"] == t.params for t in moves)

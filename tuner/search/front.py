@@ -38,11 +38,15 @@ larger of the trial's measured relative spread, the model's learned noise and ``
 so a candidate must beat it by more than that to add volume: differences inside the
 spread are ties. Parallel workers: trials in flight are told to the model at its own
 prediction (Kriging believer) and join the front, so the next proposal is elsewhere and
-still model-based. The models learn from the flags a trial ran with (what the rule set
+still model-based; a trial another worker is still asking (Optuna writes its parameters
+after the sampler returns) counts by the parameters its move holds, and a proposal that
+one of those already holds is made again (each worker writes its move, then reads the
+others'). The models learn from the flags a trial ran with (what the rule set
 repaired its parameters to), and each candidate is repaired by the space's rules before it
 is scored, so it is scored where it will run; nothing within ``near`` of an asked
 configuration is proposed again.
-Each proposal's move is kept in the trial's system attribute ``front:move``.
+Each proposal's move, with the parameters proposed, is kept in the trial's system
+attribute ``front:move``.
 """
 
 from __future__ import annotations
@@ -188,6 +192,25 @@ def _moves(trials: Sequence[FrozenTrial]) -> list[Mapping[str, Any]]:
     return [t.system_attrs[MOVE] for t in trials if isinstance(t.system_attrs.get(MOVE), dict)]
 
 
+def _pending(trials: Sequence[FrozenTrial], space: Mapping[str, BaseDistribution]
+             ) -> list[dict[str, Any]]:
+    """What the trials still being asked (RUNNING, their parameters not yet written: Optuna
+    writes them after the sampler returns) proposed, from their moves."""
+    out = []
+    for t in trials:
+        params = (t.system_attrs.get(MOVE) or {}).get("params") if isinstance(
+            t.system_attrs.get(MOVE), dict) else None
+        if (t.state == TrialState.RUNNING and isinstance(params, dict)
+                and not set(space) <= set(t.params) and set(space) <= set(params)):
+            out.append({n: params[n] for n in space})
+    return out
+
+
+def _plain(value: Any) -> Any:
+    """A proposed value as JSON stores it (numpy scalars as Python's)."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
 def _probes_held(moves: Sequence[Mapping[str, Any]]) -> set[tuple[Any, Any]]:
     """The probes these moves hold, as (parent trial, probe index)."""
     return {(m.get("parent"), m.get("probe")) for m in moves if m.get("kind") == "probe"}
@@ -214,24 +237,32 @@ class FrontSampler(optuna.samplers.BaseSampler):
             others = [t for t in study.get_trials(deepcopy=False) if t.number != trial.number]
             trials = [t for t in others if set(search_space) <= set(t.params)]
             # a trial another worker is asking has its move before its parameters
-            view = View(self.settings, trials, study.directions, search_space, _moves(others))
+            view = View(self.settings, trials, study.directions, search_space, _moves(others),
+                        pending=_pending(others, search_space))
             out = view.probe(self._seed) or view.model(self._rng)
             if out is None:
                 return {}
             params, move = out
+            move = {**move, "params": {k: _plain(v) for k, v in params.items()}}
             optuna_adapter.set_trial_system_attr(study, trial, MOVE, move)
-            if move["kind"] != "probe" or not self._claimed(study, trial, move):
+            if not self._claimed(study, trial, move, view):
                 return params
         return {}
 
     @staticmethod
-    def _claimed(study, trial, move) -> bool:
-        """Whether another trial holds the same probe: workers that ask at the same moment
-        each write their move, then read the others', so at least one of two sees the
-        other's and takes the next probe (a probe clipped to the space's edge is the same
-        configuration whatever its jitter)."""
+    def _claimed(study, trial, move, view: "View") -> bool:
+        """Whether another trial holds this proposal: the same probe, or (any move) the same
+        configuration that a trial still being asked proposed. Workers that ask at the same
+        moment each write their move, then read the others', so at least one of two sees the
+        other's and proposes again, with the other's proposal counted as asked (a probe
+        clipped to the space's edge is the same configuration whatever its jitter)."""
         others = [t for t in study.get_trials(deepcopy=False) if t.number != trial.number]
-        return (move.get("parent"), move.get("probe")) in _probes_held(_moves(others))
+        if move["kind"] == "probe" and (move.get("parent"), move.get("probe")) in \
+                _probes_held(_moves(others)):
+            return True
+        pending = _pending(others, view.space)
+        return bool(pending) and not View(view.s, [], (), view.space,
+                                          pending=pending).unasked(move["params"])
 
     def sample_independent(self, study, trial, param_name, param_distribution) -> Any:
         return self._random.sample_independent(study, trial, param_name, param_distribution)
@@ -246,9 +277,12 @@ class View:
 
     def __init__(self, settings: FrontSettings, trials: Sequence[FrozenTrial], directions,
                  space: Mapping[str, BaseDistribution],
-                 moves: Sequence[Mapping[str, Any]] | None = None) -> None:
+                 moves: Sequence[Mapping[str, Any]] | None = None,
+                 pending: Sequence[Mapping[str, Any]] = ()) -> None:
         """``moves``: the proposals' moves (``front:move``) of every other trial, those
-        still being asked included (default: the moves of ``trials``)."""
+        still being asked included (default: the moves of ``trials``); ``pending``: the
+        parameters those still being asked proposed (``_pending``), counted as asked and in
+        flight."""
         self.s, self.space, self.enc = settings, space, Encoding(dict(space))
         self.cells = np.array([n in settings.cells for n in self.enc.names])
         self.moves = list(moves) if moves is not None else _moves(trials)
@@ -260,6 +294,11 @@ class View:
             fixed = [settings.repair(dict(t.params)) for t in trials
                      if t.state == TrialState.RUNNING]
             asked += [self.enc.encode(f) for f in fixed if f is not None]
+        self.pending = [dict(p) for p in pending]
+        asked += [self.enc.encode(p) for p in self.pending]
+        if settings.repair is not None:
+            asked += [self.enc.encode(f) for f in (settings.repair(dict(p))
+                                                   for p in self.pending) if f is not None]
         self.asked = np.array(asked).reshape(-1, len(self.enc.names))
         told = [t for t in trials if t.state == TrialState.COMPLETE
                 and record_of(t).outcome != Outcome.DUPLICATE]
@@ -361,8 +400,8 @@ class View:
         spread = self.spread()
         gps = [fit(X, logs[:, j], noise_floor=spread[j] ** 2, cells=self.cells)
                for j in range(2)]
-        running = np.array([self.enc.encode(t.params) for t in self.running]).reshape(
-            -1, X.shape[1])
+        running = np.array([self.enc.encode(t.params) for t in self.running]
+                           + [self.enc.encode(p) for p in self.pending]).reshape(-1, X.shape[1])
         gps = [gp.believing(running) for gp in gps]
         feas = self.feasibility(running)
         cands = self.candidates(X, rng)
