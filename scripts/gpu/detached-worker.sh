@@ -12,7 +12,9 @@
 # running trial finishes, then the worker exits), waiting up to WATCH_S; once no worker
 # runs, the stop request is cleared, as it is before a worker starts (`tuner launch` does
 # the same; a plain `tuner worker` on a study with the request set exits at once). The
-# worker's own output is $TUNER_HOME/worker.log (also copied). A carried .gpu-state/tuner.db (an earlier
+# worker's own output is $TUNER_HOME/worker.log (also copied). ENQUEUE=CONFIGS.json: queue those
+# configurations (scripts/gpu/enqueue.py; already queued ones are skipped) after the study
+# is created and before the worker starts. A carried .gpu-state/tuner.db (an earlier
 # window's study) is resumed when the box has no study database yet.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -51,6 +53,10 @@ elif running; then
 else
   nvidia-smi --query-gpu=name,memory.used,memory.total,driver_version --format=csv
   PYTHONUNBUFFERED=1 "$TUNER_GPU_PY" -m tuner study create "$study_file"
+  if [ -n "${ENQUEUE:-}" ]; then
+    PYTHONUNBUFFERED=1 "$TUNER_GPU_PY" scripts/gpu/enqueue.py "$name" "$ENQUEUE" \
+      --storage "sqlite:///$TUNER_HOME/tuner.db"
+  fi
   clear_stop
   PYTHONUNBUFFERED=1 setsid nohup "$TUNER_GPU_PY" -m tuner worker "$name" --gpus 0 \
     --n-trials "$n" --trust-stored-engine >> "$TUNER_HOME/worker.log" 2>&1 < /dev/null &

@@ -9,10 +9,12 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Mapping
+from typing import Any
 from pathlib import Path
 
 import optuna
 
+from tuner.runner import crosscheck
 from tuner.trials import TrialRecord, from_frozen
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -56,6 +58,10 @@ def main(db: str, name: str, out: str) -> int:
             cmp_rows += [f"| {t.number} | {r.baseline or 'sampled'} | {label} | "
                          + " | ".join(_cell(ours, v, k) for k in COMPARE) + " |"
                          for label, ours in _our_runs(r)]
+            if v.get("runs"):
+                cmp_rows.append(f"| {t.number} | {r.baseline or 'sampled'} | vLLM's own "
+                                f"{len(v['runs'])} runs, back to back: their range (spread) | "
+                                + " | ".join(_own(v, k) for k in COMPARE) + " |")
     meta = next((d for d in dump if d.get("gpu_name")), {})
     head = (f"GPU: {meta.get('gpu_name')}, vLLM {meta.get('vllm_version')}; study `{name}` "
             f"(studies/{name}.toml): random prompts 1024 in / 128 out, closed loop at "
@@ -75,7 +81,9 @@ def main(db: str, name: str, out: str) -> int:
                "with; a trial with confirmation runs has a second line, our first run on the "
                "fresh server, whose whole-run p99 ITL often reads well above the later runs' "
                "(docs/loadgen.md, \"The first run on a fresh server\"). `-`: a figure "
-               "that a study stored before each run kept its TTFT and median ITL lacks.\n\n"
+               "that a study stored before each run kept its TTFT and median ITL lacks. With "
+               "`engine.crosscheck_repeats` > 1 a last line gives vLLM's own range over its "
+               "runs on that server.\n\n"
                "| trial | config | our run | " + " | ".join(COMPARE) + " |\n"
                + "|---" * (len(COMPARE) + 3) + "|\n" + "\n".join(cmp_rows) + "\n")
     Path(out, "trials.md").write_text(trials)
@@ -98,6 +106,13 @@ def _our_runs(r: TrialRecord) -> list[tuple[str, Mapping[str, float]]]:
     if missing:
         last += f" ({', '.join(missing)}: not kept, a study stored before runs kept them)"
     return [(last, r.last_run), (f"run 1 of {n}, the first on the fresh server", r.first_run)]
+
+
+def _own(vllm: Mapping[str, Any], key: str) -> str:
+    """vLLM's range of ``key`` over its repeated runs, and the spread relative to their
+    median: what a difference between the clients is to be read against."""
+    r = crosscheck.spread(vllm, key)
+    return "-" if r is None else f"{r[0]:,.1f}-{r[1]:,.1f} ({r[2]:.1%})"
 
 
 def _cell(ours: Mapping[str, float], vllm: Mapping[str, float], key: str) -> str:

@@ -2,6 +2,8 @@
 
 from pathlib import Path
 
+import pytest
+
 from tuner.runner import engine, logparse
 from tuner.space.argv import flags_argv
 from tuner.study import load_study_file
@@ -120,3 +122,22 @@ def test_vllm_bench_is_as_long_as_our_run_right_before_it():
     assert crosscheck.num_prompts(told) == 1573
     assert crosscheck.num_prompts(TrialRecord(metrics={"completed": 1659})) == 1659
     assert crosscheck.num_prompts(TrialRecord(metrics={})) is None  # the study's count
+
+
+def test_vllm_own_spread_is_the_range_over_its_runs_against_their_median():
+    from tuner.runner import crosscheck
+
+    runs = [{"median_ttft_ms": 1000.0}, {"median_ttft_ms": 2700.0}, {"median_ttft_ms": 1200.0}]
+    low, high, rel = crosscheck.spread({"median_ttft_ms": 1000.0, "runs": runs}, "median_ttft_ms")
+    assert (low, high) == (1000.0, 2700.0) and rel == pytest.approx(1700 / 1200)
+    assert crosscheck.spread({"median_ttft_ms": 1000.0}, "median_ttft_ms") is None  # one run
+    assert crosscheck.spread({"runs": runs[:1]}, "median_ttft_ms") is None
+
+
+def test_crosscheck_repeats_are_bounded():
+    from pathlib import Path
+
+    spec = load_study_file(Path("studies/llama3-8b-h200.toml"))
+    assert spec.engine.crosscheck_repeats == 1  # the stored studies' behaviour
+    with pytest.raises(Exception, match="crosscheck_repeats"):
+        type(spec.engine).model_validate({**spec.engine.model_dump(), "crosscheck_repeats": 0})

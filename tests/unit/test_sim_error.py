@@ -99,4 +99,4 @@ def test_round_2_is_simulated_as_long_as_each_trial_ran():
 
     # trial 7 was interrupted (no figures) and ran again as trial 8
     assert [r.trial for r in sim_error.rows_of(s, engine_constants())] == \
-        [0, 1, 2, 3, 4, 5, 6, 8, 9, 10, 11, 12, 13, 14, 15, 16]
+        [0, 1, 2, 3, 4, 5, 6, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20]

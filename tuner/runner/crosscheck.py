@@ -9,14 +9,19 @@ run's length varies; vLLM's then sends as many requests as our run right before 
 last confirmation run, else the first) completed, since whole-run figures depend on the
 share of the run spent in the ramp and the drain, and that run is the one it is compared
 with (``TrialRecord.last_run``; the first run on a fresh server reads apart,
-docs/loadgen.md).
+docs/loadgen.md). With ``engine.crosscheck_repeats = N > 1`` vLLM's benchmark runs N
+times back to back: the stored figures stay the first run's (the one right after ours) and
+``runs`` holds every run's, so the comparison can show vLLM's own spread beside the
+difference between the clients (``spread``).
 """
 
 from __future__ import annotations
 
 import json
+import statistics
 import subprocess
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -64,7 +69,34 @@ def command(spec: StudySpec, url: str, model: str, result_dir: Path,
 def run(spec: StudySpec, url: str, model: str, env: dict[str, str],
         num_prompts: int | None = None) -> dict[str, Any]:
     """vLLM's figures for the same workload (``num_prompts`` requests, else the study's
-    count), or {"error": ...}; never raises."""
+    count): the first run's, with ``runs`` (every run's) when the study repeats it; or
+    {"error": ...} when the first run failed (a later run's failure ends the repeats and is
+    kept as ``repeat_error``). Never raises."""
+    first = _run_once(spec, url, model, env, num_prompts)
+    repeats = spec.engine.crosscheck_repeats
+    if "error" in first or repeats < 2:
+        return first
+    runs = [first]
+    while len(runs) < repeats:
+        again = _run_once(spec, url, model, env, num_prompts)
+        if "error" in again:
+            return {**first, "runs": runs, "repeat_error": again["error"]}
+        runs.append(again)
+    return {**first, "runs": runs}
+
+
+def spread(vllm: Mapping[str, Any], key: str) -> tuple[float, float, float] | None:
+    """vLLM's own range of ``key`` over its repeated runs: (low, high, (high - low) / the
+    median); None with fewer than two runs."""
+    values = [float(r[key]) for r in vllm.get("runs") or () if r.get(key) is not None]
+    if len(values) < 2:
+        return None
+    mid = statistics.median(values)
+    return min(values), max(values), (max(values) - min(values)) / mid if mid else 0.0
+
+
+def _run_once(spec: StudySpec, url: str, model: str, env: dict[str, str],
+              num_prompts: int | None) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="tuner-crosscheck-") as tmp:
         cmd = command(spec, url, model, Path(tmp), num_prompts)
         try:

@@ -209,6 +209,9 @@ class EngineSection(_Section):
     # A worker's first N launched trials also run `vllm bench serve` on the same server
     # and workload, and store its figures beside ours (see tuner/runner/crosscheck.py).
     crosscheck_trials: int = Field(0, ge=0)
+    # How many times `vllm bench serve` runs on each of those servers, back to back: more
+    # than one gives vLLM's own run-to-run spread beside the difference between clients.
+    crosscheck_repeats: int = Field(1, ge=1, le=10)
     time_scale: float = Field(1.0, gt=0)
 
 
