@@ -42,7 +42,7 @@ from tuner.search.front import FrontSettings
 from tuner.study.outage import retrying
 from tuner.study.storage import HEARTBEAT_S, cache_root, study_dir
 from tuner.study.store import ask_study_engine
-from tuner.trials import pareto, queries, record
+from tuner.trials import drift, pareto, queries, record
 from tuner.trials.record import TrialRecord
 
 log = logging.getLogger(__name__)
@@ -191,6 +191,8 @@ class Worker:
         self.registration.start()
         started, dup_run, state = time.monotonic(), 0, "exited"
         try:
+            if self.opened.spec.search.reference_runs:
+                self._db(self._queue_reference)
             while True:
                 if _signalled:
                     raise KeyboardInterrupt  # one that an earlier raise lost
@@ -208,6 +210,19 @@ class Worker:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
         return self.summary
+
+    def _queue_reference(self) -> None:
+        """Queue the default again for this host (``search.reference_runs``, drift.py)."""
+        default = drift.to_repeat(queries.load_records(self.study))
+        if default is None:
+            return
+        params = {p.name: default.flags[p.name] for p in self.opened.space.params}
+        asked = TrialRecord(baseline=record.REFERENCE_BASELINE, launch=dict(default.launch),
+                            flags=dict(default.flags))
+        self.study.enqueue_trial(params, user_attrs=asked.to_user_attrs(),
+                                 skip_if_exists=False)
+        self.progress.say(f"tuner: queued a reference run of the default (trial "
+                          f"{default.number}) on this host")
 
     def _db(self, call):
         """A storage call that waits out a database outage (tuner.study.outage)."""

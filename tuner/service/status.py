@@ -24,6 +24,7 @@ from tuner.study.spec import StudySpec
 from tuner.study.storage import HEARTBEAT_S
 from tuner.trials import (TrialRecord, counted, default_baseline, from_frozen, history,
                           pareto_front, record, reference_point)
+from tuner.trials.drift import ReferenceRun, reference_runs
 from tuner.trials.reference import study_rule
 
 TREND = 5  # hypervolume values shown
@@ -52,6 +53,7 @@ class StudyStatus:
     mean_trial_s: float | None
     eta_s: float | None
     stop_requested: str | None          # None, "finish" or "now"
+    references: tuple[ReferenceRun, ...] = ()  # the default again on later hosts (drift.py)
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     @property
@@ -71,7 +73,10 @@ class StudyStatus:
                 "value": self.best.value, "gain_over_default_pct": dict(self.best.gains)},
             "default_trial": self.default_trial, "front_size": self.front_size,
             "hypervolume": list(self.hypervolume), "mean_trial_s": self.mean_trial_s,
-            "eta_s": self.eta_s, "stop_requested": self.stop_requested}
+            "eta_s": self.eta_s, "stop_requested": self.stop_requested,
+            "reference_runs": [{"trial": r.trial, "worker": r.worker, "host": r.host,
+                                "default_trial": r.default_trial,
+                                "change_pct": dict(r.change)} for r in self.references]}
 
 
 def counts(records: Sequence[TrialRecord]) -> dict[str, int]:
@@ -125,7 +130,8 @@ def build(spec: StudySpec, trials: Sequence[FrozenTrial], attrs: Mapping[str, An
         best=_best(spec, records), default_trial=default.number if default else None,
         front_size=len(pareto_front(records, goals)), hypervolume=tuple(hv[-TREND:]),
         mean_trial_s=mean, eta_s=eta,
-        stop_requested=None if not stop else ("now" if stop == "now" else "finish"))
+        stop_requested=None if not stop else ("now" if stop == "now" else "finish"),
+        references=tuple(reference_runs(records, [o.metric for o in goals])))
 
 
 def read(name: str, url: str) -> StudyStatus:
@@ -175,6 +181,10 @@ def render(st: StudyStatus) -> str:
     trend = " -> ".join(f"{v:,.4g}" for v in st.hypervolume) or "-"
     lines.append(f"pareto front: {st.front_size} trials; hypervolume (last "
                  f"{len(st.hypervolume)}): {trend}")
+    for r in st.references:
+        change = ", ".join(f"{k} {v:+.1f}%" for k, v in r.change.items() if v is not None)
+        lines.append(f"reference: trial {r.trial} on {r.host or '?'} ({r.worker or '?'}), the "
+                     f"default again: {change} vs trial {r.default_trial}")
     mean = f"{st.mean_trial_s:.0f} s" if st.mean_trial_s is not None else "unknown"
     lines.append(f"time left: {_duration(st.eta_s)} (mean trial {mean}, "
                  f"{max(0, st.budget - st.counted)} trials left)")

@@ -171,6 +171,11 @@ class SearchSection(_Section):
     # The default baseline's own count (None: confirm): every gain is measured against it,
     # so a study may give it more runs than the front points.
     confirm_default: int | None = Field(None, ge=0, le=20)
+    # Each worker that starts on a study whose default is already measured first runs the
+    # default again (baseline "reference"; it spends a trial of the budget), so that a
+    # study over several windows or hosts records each one's speed (tuner/trials/drift.py;
+    # `tuner status` shows each reference run against the default).
+    reference_runs: bool = False
     # Stopping rules beside n_trials (tuner/runner/stopping.py): no new trial after the
     # deadline (a time, "2026-12-01T08:00", in the worker's local time unless it has an
     # offset, or a duration from `tuner launch`, "8h"), nor once the hypervolume has not

@@ -4,6 +4,7 @@
     record.measured(...)    the builders of a told record (infeasible, duplicate, ...)
     queries                 load_records, counted, best_value, default_baseline, ...
     pareto, hypervolume     the front and its volume (pure), for the results and the search
+    drift                   the default measured again on later hosts (reference runs)
 
 Imports run one way: the runner and the search write and read records, the results and the
 service read them; nothing here imports any of those (``tests/unit/test_imports.py``).

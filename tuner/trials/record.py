@@ -68,6 +68,7 @@ STARTS = "starts"                # the constraint that says a configuration did 
 SLO_PREFIX = "slo:"              # one constraint per SLO: slo:<metric>
 ACCURACY = "accuracy:token_agreement"  # the accuracy guard's limit - agreement
 DEFAULT_BASELINE = "default"     # the baseline that launches vLLM's defaults
+REFERENCE_BASELINE = "reference"  # the default again, on a later worker's host (drift.py)
 
 # Optuna's trial states as the records spell them (``TrialState.name.lower()``).
 COMPLETE, FAIL, RUNNING, WAITING = "complete", "fail", "running", "waiting"
