@@ -198,8 +198,8 @@ def _pending(trials: Sequence[FrozenTrial], space: Mapping[str, BaseDistribution
     writes them after the sampler returns) proposed, from their moves."""
     out = []
     for t in trials:
-        params = (t.system_attrs.get(MOVE) or {}).get("params") if isinstance(
-            t.system_attrs.get(MOVE), dict) else None
+        move = t.system_attrs.get(MOVE)
+        params = move.get("params") if isinstance(move, dict) else None
         if (t.state == TrialState.RUNNING and isinstance(params, dict)
                 and not set(space) <= set(t.params) and set(space) <= set(params)):
             out.append({n: params[n] for n in space})
