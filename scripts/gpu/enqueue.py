@@ -15,7 +15,7 @@ import json
 import sys
 
 from tuner.study import default_url, open_study
-from tuner.trials.record import TrialRecord
+from tuner.trials.queued import enqueue_as_given
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -37,10 +37,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"enqueue: {c['name']}: unknown flags {sorted(unknown)}", file=sys.stderr)
             return 2
         flags = {**{k: space.defaults[k] for k in space.names}, **c["launch"]}
-        params = {p.name: flags[p.name] for p in space.params}
-        asked = TrialRecord(baseline=name, launch=dict(c["launch"]), flags=flags)
-        opened.study.enqueue_trial(params, user_attrs=asked.to_user_attrs(),
-                                   skip_if_exists=False)
+        enqueue_as_given(opened.study, (p.name for p in space.params), name, c["launch"],
+                         flags)
         added += 1
     print(f"enqueue: {added} configurations queued on {args.study}")
     return 0

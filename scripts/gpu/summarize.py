@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Mapping
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 import optuna
 

@@ -43,6 +43,7 @@ from tuner.study.outage import retrying
 from tuner.study.storage import HEARTBEAT_S, cache_root, study_dir
 from tuner.study.store import ask_study_engine
 from tuner.trials import drift, pareto, queries, record
+from tuner.trials.queued import enqueue_as_given
 from tuner.trials.record import TrialRecord
 
 log = logging.getLogger(__name__)
@@ -216,11 +217,8 @@ class Worker:
         default = drift.to_repeat(queries.load_records(self.study))
         if default is None:
             return
-        params = {p.name: default.flags[p.name] for p in self.opened.space.params}
-        asked = TrialRecord(baseline=record.REFERENCE_BASELINE, launch=dict(default.launch),
-                            flags=dict(default.flags))
-        self.study.enqueue_trial(params, user_attrs=asked.to_user_attrs(),
-                                 skip_if_exists=False)
+        enqueue_as_given(self.study, (p.name for p in self.opened.space.params),
+                         record.REFERENCE_BASELINE, default.launch, default.flags)
         self.progress.say(f"tuner: queued a reference run of the default (trial "
                           f"{default.number}) on this host")
 

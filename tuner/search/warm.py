@@ -6,14 +6,12 @@ from __future__ import annotations
 import optuna
 
 from tuner.space import SearchSpace, baselines
-from tuner.trials.record import TrialRecord
+from tuner.trials.queued import enqueue_as_given
 
 
 def warm_start(study: optuna.Study, space: SearchSpace) -> int:
     """Enqueue every baseline (launched as given, outside the rules); returns how many."""
     added = baselines(space)
     for b in added:
-        params = {p.name: b.flags[p.name] for p in space.params}
-        asked = TrialRecord(baseline=b.name, launch=dict(b.launch), flags=dict(b.flags))
-        study.enqueue_trial(params, user_attrs=asked.to_user_attrs())
+        enqueue_as_given(study, (p.name for p in space.params), b.name, b.launch, b.flags)
     return len(added)

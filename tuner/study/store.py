@@ -28,7 +28,7 @@ from tuner.study.load import spec_from_json
 from tuner.study.spec import StudySpec, is_study_name
 from tuner.study.storage import mask, open_storage, sqlite_path, study_dir
 from tuner.trials.queries import baseline_of
-from tuner.trials.record import TrialRecord
+from tuner.trials.queued import enqueue_as_given
 
 SPEC, SPACE, RULES, OBJECTIVES, VERSION, ENGINE = (
     "tuner.spec", "tuner.space", "tuner.rules", "tuner.objectives", "tuner.version",
@@ -135,9 +135,7 @@ def create_study(spec: StudySpec, storage_url: str,
         study.set_user_attr(ENGINE, installed.only(p.name for p in CATALOGUE).to_json())
     if spec.search.baselines:
         for b in baselines(space):
-            params = {p.name: b.flags[p.name] for p in space.params}
-            asked = TrialRecord(baseline=b.name, launch=dict(b.launch), flags=dict(b.flags))
-            study.enqueue_trial(params, user_attrs=asked.to_user_attrs())
+            enqueue_as_given(study, (p.name for p in space.params), b.name, b.launch, b.flags)
     study.set_user_attr(READY, True)
     return OpenStudy(study, spec, space, note), True
 

@@ -3,6 +3,7 @@
     record.TrialRecord      one trial: Optuna's fields and every user attribute, typed
     record.measured(...)    the builders of a told record (infeasible, duplicate, ...)
     queries                 load_records, counted, best_value, default_baseline, ...
+    queued                  a configuration queued to launch as given (baselines, ...)
     pareto, hypervolume     the front and its volume (pure), for the results and the search
     drift                   the default measured again on later hosts (reference runs)
 
