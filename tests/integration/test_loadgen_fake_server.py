@@ -10,6 +10,7 @@ import sys
 import numpy as np
 import pytest
 
+from tuner.errors import UsageError
 from tuner.loadgen import SLO, LoadSpec, WorkloadSpec, dispatch, run_benchmark
 from tuner.loadgen.arrivals import arrivals_within
 from tuner.loadgen.workloads import take
@@ -108,6 +109,23 @@ def test_closed_loop_within_a_duration_stops_starting_requests(server):
     r = bench(server.url, max_concurrency=2, duration_s=0.3, num_requests=0)
     assert r.metrics["completed"] > 2
     assert r.metrics["duration"] < 0.3 + 1.0
+
+
+@pytest.mark.parametrize("think_ms", [30.0, 80.0])
+def test_closed_loop_clients_wait_their_think_time_before_sending_again(server, think_ms):
+    # One client: each request starts no sooner than think_ms after the previous one ended
+    # (the fake answers in ~25 ms; without the pause the next would start within a ms).
+    plan = dispatch.ShardPlan(server.url, "fake-model", SMALL, concurrency=1, num_requests=5,
+                              think_s=think_ms / 1000.0)
+    outs = sorted(asyncio.run(dispatch.run_shard(plan)).outputs, key=lambda o: o.start_time)
+    assert [o.success for o in outs] == [True] * 5
+    pauses = [b.start_time - (a.start_time + a.latency) for a, b in zip(outs, outs[1:])]
+    assert min(pauses) >= think_ms / 1000.0 - 1e-3, pauses
+
+
+def test_think_time_is_refused_for_paced_arrivals():
+    with pytest.raises(UsageError, match="think_time_ms needs a closed loop"):
+        LoadSpec(max_concurrency=4, request_rate=10.0, think_time_ms=5.0)
 
 
 def test_goodput_and_time_scale_against_the_script(server):

@@ -57,6 +57,9 @@ def register(subparsers) -> None:
                     help="completions prompts as words, not token ids (servers without ids)")
     lo.add_argument("--no-ignore-eos", action="store_true",
                     help="let the model stop early (servers that reject ignore_eos)")
+    lo.add_argument("--think-time-ms", type=float, default=0.0,
+                    help="closed loop: each client's pause between a response and its next "
+                         "request [0]")
     lo.add_argument("--min-gap-share", type=float, default=0.9,
                     help="share of inter-token gaps that must be seen to tell an ITL [0.9]")
     st = p.add_argument_group("steady window (closed loop)")
@@ -98,7 +101,7 @@ def specs(args: argparse.Namespace) -> tuple[WorkloadSpec, LoadSpec, SLO]:
         ignore_eos=not args.no_ignore_eos, text_prompts=args.text_prompts,
         max_client_lag_ms=args.max_client_lag_ms, min_gap_share=args.min_gap_share,
         early_stop=args.early_stop, throughput_ci=args.throughput_ci, itl_ci=args.itl_ci,
-        max_requests=args.max_requests,
+        max_requests=args.max_requests, think_time_ms=args.think_time_ms,
         itl_metric="itl_per_token" if args.itl_per_token else "itl")
     slo = SLO(ttft_p99_ms=args.slo_ttft_ms, itl_p99_ms=args.slo_itl_ms,
               tpot_ms=args.slo_tpot_ms, e2el_ms=args.slo_e2el_ms)

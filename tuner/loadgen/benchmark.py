@@ -147,7 +147,7 @@ def _plans(base_url: str, model: str, workload: WorkloadSpec, load: LoadSpec) ->
                   arrivals=tuple(shard(arrivals, k, n)) if arrivals is not None else None,
                   concurrency=share_of(load.max_concurrency, k, n),
                   timeout_s=load.request_timeout_s, http_client=load.http_client,
-                  text_prompts=load.text_prompts,
+                  text_prompts=load.text_prompts, think_s=load.think_time_ms / 1000.0,
                   early_stop=((load.throughput_ci, load.itl_ci, load.itl_metric)
                               if load.early_stop else None))
         for k in range(n)

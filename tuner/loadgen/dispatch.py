@@ -4,7 +4,8 @@
 (``multiproc``). Request bodies and arrival times are all computed before the first await.
 Three modes: paced arrivals (tasks created at their arrival times, behind a semaphore if a
 concurrency limit is set), closed loop (``max_concurrency`` workers, each sending its next
-request as soon as its previous one ends), and everything at once (no rate, no limit).
+request as soon as its previous one ends, or ``think_s`` later), and everything at once (no
+rate, no limit).
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ class ShardPlan:
     # Closed loop: stop sending once the steady window's intervals are within these relative
     # half-widths (throughput, p99 ITL of ``itl_metric``); ``num_requests`` is then the cap.
     early_stop: tuple[float, float, str] | None = None
+    think_s: float = 0.0  # closed loop: a client's pause between a response and its next send
 
 
 @dataclass
@@ -133,7 +135,8 @@ async def run_shard(plan: ShardPlan, t0: float | None = None,
             stop = asyncio.Event()
             watch = (asyncio.create_task(_watch(plan.early_stop, result, stop))
                      if plan.early_stop else None)
-            await _closed_loop(plan.concurrency, source, deadline, one, clock, stop)
+            await _closed_loop(plan.concurrency, source, deadline, one, clock, stop,
+                               plan.think_s)
             if watch is not None:
                 watch.cancel()
             result.stop_reason = ("early" if stop.is_set() else "cap" if plan.early_stop
@@ -187,18 +190,22 @@ async def _watch(targets: tuple[float, float, str], result: ShardResult,
 
 
 async def _closed_loop(concurrency: int, source: _Source, deadline: float | None,
-                       one, clock, stop: asyncio.Event) -> None:
+                       one, clock, stop: asyncio.Event, think_s: float = 0.0) -> None:
+    """Each of ``concurrency`` workers sends its next request when its last one ended, or
+    ``think_s`` after (the send lag is counted from then)."""
     items = source.items
 
     async def worker() -> None:
         me = asyncio.current_task()
         due = clock()
         for item in items:
+            if (wait := due - clock()) > 0:
+                await asyncio.sleep(wait)
             if deadline is not None and clock() >= deadline or stop.is_set():
                 return
             if getattr(me, "cancelling", lambda: 0)():  # a cancellation something swallowed
                 raise asyncio.CancelledError
             await one(item, due)
-            due = clock()
+            due = clock() + think_s
 
     await asyncio.gather(*(worker() for _ in range(concurrency)))

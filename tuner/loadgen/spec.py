@@ -208,7 +208,12 @@ class LoadSpec(_Direct, Stopping, Arrivals):
     feed the same streaming loop. ``text_prompts`` sends completions prompts as words instead
     of token ids (for servers that take no ids; the input length becomes approximate).
     ``early_stop`` needs a closed loop and one client process; ``itl_metric`` ("itl" or
-    "itl_per_token") is the ITL whose interval it watches.
+    "itl_per_token") is the ITL whose interval it watches. ``think_time_ms``: in a closed
+    loop, how long each client waits after a response ends before it sends its next request
+    (0: at once). Below saturation the clients' requests can move in waves, and how fast a
+    client sends again decides how those waves fall into the server's steps, hence p99 ITL
+    and the TTFT/TPOT split (docs/loadgen.md, "How fast a client sends again"); a load
+    generator setting only, not a study file's.
     """
 
     duration_s: float | None = Field(None, gt=0)
@@ -218,6 +223,7 @@ class LoadSpec(_Direct, Stopping, Arrivals):
     http_client: Literal["fast", "aiohttp"] = "fast"
     text_prompts: bool = False
     itl_metric: Literal["itl", "itl_per_token"] = "itl"
+    think_time_ms: float = Field(0.0, ge=0)
 
     @property
     def request_cap(self) -> int:
@@ -235,6 +241,9 @@ class LoadSpec(_Direct, Stopping, Arrivals):
                                     and self.client_processes == 1):
             raise ValueError("early_stop needs a closed loop (max_concurrency, no request "
                              "rate, no duration) and client_processes = 1")
+        if self.think_time_ms and not self.closed_loop:
+            raise ValueError("think_time_ms needs a closed loop (max_concurrency, no request "
+                             "rate): paced arrivals send at their own times")
         return self
 
 
