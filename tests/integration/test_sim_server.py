@@ -113,6 +113,20 @@ def test_routes_answer_as_vllm(model_dir):
         assert int(queried.group(1)) >= 64  # the 64 token ids, then the chat's few words
 
 
+def test_the_trace_tells_when_each_request_arrived_and_its_tokens_went_out(model_dir):
+    with server(model_dir, "--served-model-name", "llama3-8b", "--sim-trace") as (url, _):
+        for n in (3, 6):
+            body = {"model": "llama3-8b", "prompt": list(range(100, 164)), "max_tokens": n,
+                    "ignore_eos": True, "stream": True}
+            asyncio.run(_stream(url + "/v1/completions", body))
+        trace = json.loads(asyncio.run(_get(url + "/sim/trace"))[1])["requests"]
+    assert [len(r["written"]) for r in trace] == [3, 6]
+    for r in trace:
+        assert r["submitted"] <= r["written"][0] <= r["written"][-1]
+    # the second request was sent after the first one's last token went out
+    assert trace[1]["submitted"] > trace[0]["written"][-1]
+
+
 def test_startup_lines_name_the_kv_cache(model_dir):
     with server(model_dir, "--max-model-len", "4096") as (_, proc):
         pass

@@ -113,7 +113,8 @@ async def _generate(request: web.Request, sim: dict, req: openai.ParsedRequest) 
 class TokenStream:
     """Writes one request's tokens straight to its socket, called from the engine's step."""
 
-    __slots__ = ("transport", "fmt", "done", "first", "broken", "trace", "head", "due", "written")
+    __slots__ = ("transport", "fmt", "done", "first", "broken", "trace", "head", "due", "written",
+                 "submitted")
 
     def __init__(self, transport, fmt: openai.StreamFormat, done: asyncio.Future,
                  trace: deque | None, head: list[int]) -> None:
@@ -122,6 +123,7 @@ class TokenStream:
         self.trace, self.head = trace, head
         self.due: list[float] = []
         self.written: list[float] = []
+        self.submitted = time.perf_counter()  # when the request reached the engine
 
     def on_token(self, index: int, finished: bool, due: float) -> None:
         fmt = self.fmt
@@ -139,8 +141,8 @@ class TokenStream:
             self.due.append(due)
             self.written.append(time.perf_counter())
             if finished:
-                self.trace.append({"prompt_head": self.head, "due": self.due,
-                                   "written": self.written})
+                self.trace.append({"prompt_head": self.head, "submitted": self.submitted,
+                                   "due": self.due, "written": self.written})
         if (finished or self.broken) and not self.done.done():
             self.done.set_result(index)
 
