@@ -58,19 +58,25 @@ def start_server(model: Path, port: int, work: Path, log: Path,
            "--load-format", "dummy", "--host", "127.0.0.1", "--port", str(port),
            "--max-model-len", "2048", "--enforce-eager",
            "--enable-prefix-caching" if prefix_caching else "--no-enable-prefix-caching"]
-    proc = subprocess.Popen(cmd, env=vllm_env(work), stdout=log.open("w"),
-                            stderr=subprocess.STDOUT, start_new_session=True)
-    deadline = time.monotonic() + 300
+    return launch(cmd, vllm_env(work), port, log, 300.0, "vLLM")
+
+
+def launch(cmd: list[str], env: dict[str, str] | None, port: int, log: Path, timeout_s: float,
+           what: str) -> subprocess.Popen:
+    """Start ``cmd`` in its own session and wait for its /health on ``port``."""
+    proc = subprocess.Popen(cmd, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT,
+                            start_new_session=True)
+    deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise SystemExit(f"vLLM exited with code {proc.returncode}; log: {log}")
+            raise SystemExit(f"{what} exited with code {proc.returncode}; log: {log}")
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2):
                 return proc
         except OSError:
-            time.sleep(1)
+            time.sleep(0.5)
     stop(proc)
-    raise SystemExit(f"vLLM not ready within 300 s; log: {log}")
+    raise SystemExit(f"{what} not ready within {timeout_s:.0f} s; log: {log}")
 
 
 def stop(proc: subprocess.Popen) -> None:
@@ -113,15 +119,19 @@ def theirs(url: str, model: Path, a: argparse.Namespace, work: Path, i: int) -> 
     return {k: v for k, v in data.items() if not isinstance(v, list)}
 
 
-def summarize(runs: dict[str, list[dict]]) -> dict:
+def summarize(runs: dict[str, list[dict]], keys: tuple[str, ...] = KEYS,
+              center: str = "mean") -> dict:
+    """Per metric: each client's values, their ``center`` (mean or median) and spread
+    ((max - min) / center), and the difference between the two clients' centers."""
+    middle = statistics.fmean if center == "mean" else statistics.median
     table = {}
-    for key in KEYS:
-        a = [r[key] for r in runs["ours"] if key in r]
-        b = [r[key] for r in runs["vllm"] if key in r]
+    for key in keys:
+        a = [r[key] for r in runs["ours"] if r.get(key) is not None]
+        b = [r[key] for r in runs["vllm"] if r.get(key) is not None]
         if not a or not b:
             continue
-        ma, mb = statistics.fmean(a), statistics.fmean(b)
-        table[key] = {"ours": a, "vllm": b, "ours_mean": ma, "vllm_mean": mb,
+        ma, mb = middle(a), middle(b)
+        table[key] = {"ours": a, "vllm": b, f"ours_{center}": ma, f"vllm_{center}": mb,
                       "ours_spread": (max(a) - min(a)) / ma if ma else 0.0,
                       "vllm_spread": (max(b) - min(b)) / mb if mb else 0.0,
                       "difference": (ma - mb) / mb if mb else 0.0}
@@ -129,6 +139,16 @@ def summarize(runs: dict[str, list[dict]]) -> dict:
             table[key]["goal"] = GOALS[key]
             table[key]["within_goal"] = abs(table[key]["difference"]) <= GOALS[key]
     return table
+
+
+def print_table(table: dict, center: str = "mean") -> None:
+    print(f"{'metric':<20}{'ours':>11}{'vllm':>11}{'spread ours':>13}{'spread vllm':>13}"
+          f"{'difference':>12}")
+    for key, row in table.items():
+        print(f"{key:<20}{row[f'ours_{center}']:>11.2f}{row[f'vllm_{center}']:>11.2f}"
+              f"{row['ours_spread']:>12.1%}{row['vllm_spread']:>13.1%}{row['difference']:>12.1%}"
+              + ("" if "goal" not in row else
+                 f"  (goal ±{row['goal']:.0%}: {'met' if row['within_goal'] else 'NOT met'})"))
 
 
 def main() -> int:
@@ -167,13 +187,7 @@ def main() -> int:
         finally:
             stop(server)
     table = summarize(runs)
-    print(f"{'metric':<20}{'ours':>10}{'vllm':>10}{'spread ours':>13}{'spread vllm':>13}"
-          f"{'difference':>12}")
-    for key, row in table.items():
-        print(f"{key:<20}{row['ours_mean']:>10.2f}{row['vllm_mean']:>10.2f}"
-              f"{row['ours_spread']:>12.1%}{row['vllm_spread']:>13.1%}{row['difference']:>12.1%}"
-              + ("" if "goal" not in row else
-                 f"  (goal ±{row['goal']:.0%}: {'met' if row['within_goal'] else 'NOT met'})"))
+    print_table(table)
     result = {"settings": vars(a), "load_avg": os.getloadavg(), "table": table, "runs": runs}
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
     Path(a.out).write_text(json.dumps(result, indent=2, default=str))

@@ -21,6 +21,7 @@ cd "$(dirname "$0")/../.."
 study_file=$1 n=$2 watch=$3
 [ -f /tmp/site/.tuner-wheels ] || bash scripts/gpu/install.sh
 source scripts/gpu/env.sh
+source scripts/gpu/watch.sh
 export TUNER_HOME=${TUNER_HOME:-/root/tuner-home}
 mkdir -p "$TUNER_HOME"
 if [ -f .gpu-state/tuner.db ] && [ ! -f "$TUNER_HOME/tuner.db" ]; then
@@ -29,7 +30,7 @@ if [ -f .gpu-state/tuner.db ] && [ ! -f "$TUNER_HOME/tuner.db" ]; then
 fi
 name=$(basename "$study_file" .toml)
 pidfile=$TUNER_HOME/worker.pid
-running() { [ -f "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null; }
+running() { job_running "$pidfile"; }
 clear_stop() {  # a stop request left in the study (as `tuner launch` does before it starts)
   "$TUNER_GPU_PY" - "$TUNER_HOME/tuner.db" "$name" <<'PYEOF'
 import sys, optuna
@@ -64,12 +65,7 @@ else
   echo "detached-worker: started the worker (pid $!)"
 fi
 
-end=$((SECONDS + watch))
-while [ "$SECONDS" -lt "$end" ] && running; do
-  sleep $(( end - SECONDS < 30 ? end - SECONDS : 30 ))
-  echo "--- $(date -u +%T) ---"; tail -n 3 "$TUNER_HOME/worker.log" | cut -c1-200
-done
-running && echo "detached-worker: the worker runs on" || echo "detached-worker: the worker has exited"
+watch_job "$pidfile" "$TUNER_HOME/worker.log" "$watch" "detached-worker: the worker"
 
 if [ -n "${OUT:-}" ]; then
   "$TUNER_GPU_PY" - "$TUNER_HOME/tuner.db" "$OUT/tuner.db" <<'PYEOF'
