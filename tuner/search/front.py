@@ -28,8 +28,9 @@
    measured trial is feasible, the probability of feasibility alone: an improvement over an
    empty front rewards a large box whatever its odds; as Optuna's constrained GPSampler
    does, after Gelbart et al., 2014). One
-   proposal in ``ends`` instead pushes one end of the front (the best p99 ITL, then the
-   best throughput, each while the other stays inside the reference): the front is
+   proposal in ``ends`` instead pushes one end of the front (the first objective's, then
+   the second's, in turn: with the default objectives the best throughput, then the best
+   p99 ITL; each while the other stays inside the reference): the front is
    covered from both ends, where a point adds little volume but answers a user's
    tightest latency limit (``tuner best --max-itl-p99``).
 
