@@ -196,6 +196,9 @@ def write_reports(data: dict, out: Path) -> None:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seeds", type=int, default=10)
+    ap.add_argument("--all-seeds", action="store_true",
+                    help="every contender on --seeds seeds (else TPE is capped at 5, "
+                         "GPSampler at 3, the others at 10)")
     ap.add_argument("--trials", type=int, default=24)
     ap.add_argument("--processes", type=int, default=1)
     ap.add_argument("--profiles", nargs="*", default=list(PROFILES + HELD_OUT))
@@ -219,6 +222,9 @@ def main(argv=None) -> int:
         write_reports(data, out)
         return 0
 
+    def seeds(c: Contender) -> int:
+        return args.seeds if args.all_seeds else min(args.seeds, c.seeds)
+
     chosen = [i for i, c in enumerate(CONTENDERS)
               if (c.name not in SLOW if args.contenders is None else c.name in args.contenders)]
     started = time.perf_counter()
@@ -226,7 +232,7 @@ def main(argv=None) -> int:
         ground_truth(args.profiles, pool, log)
         jobs = [(name, rules, ci, seed, args.trials) for name in args.profiles
                 for rules in RULE_SETS for ci in chosen
-                for seed in range(min(args.seeds, CONTENDERS[ci].seeds))
+                for seed in range(seeds(CONTENDERS[ci]))
                 if CONTENDERS[ci].only in (None, f"{name}/{rules}")]
         # slow samplers first, so that the pool ends evenly
         jobs.sort(key=lambda j: CONTENDERS[j[2]].name not in SLOW)
@@ -246,7 +252,7 @@ def main(argv=None) -> int:
                                    *(argv if argv is not None else sys.argv[1:])]),
             "simulator": model_version(), "default_contender": DEFAULT,
             "contenders": [{"name": c.name, "plan": c.plan and c.plan.__dict__,
-                            "workers": c.workers, "seeds": min(args.seeds, c.seeds), "only": c.only,
+                            "workers": c.workers, "seeds": seeds(c), "only": c.only,
                             "note": c.note, "trials": c.trials or args.trials,
                             "noise": c.noise}
                            for c in CONTENDERS],

@@ -101,3 +101,17 @@ def test_the_outcome_cache_is_keyed_by_the_simulators_source(tmp_path, monkeypat
 def test_repeats_count_measured_values_seen_before():
     assert repeats([[100.0, 5.0], None, [100.0, 5.0], [100.0, 6.0], [100.0, 5.0], None]) == 2
     assert repeats([None, None]) == 0
+
+
+def test_compared_runs_keep_their_labels_and_share_one_set_of_fronts():
+    from search_compare import pooled
+    run = {"profile": "p", "rules": "article", "contender": "front", "seed": 0, "points": []}
+    a = {"contenders": [{"name": "front"}], "runs": [dict(run)], "fronts": {"p/article": {"x": 1}}}
+    b = {"contenders": [{"name": "front"}], "runs": [dict(run, seed=1)],
+         "fronts": {"p/article": {"x": 2}, "q/article": {"x": 3}}}
+    out = pooled([("a", a), ("b", b)])
+    assert [c["name"] for c in out["contenders"]] == ["a:front", "b:front"]
+    assert sorted((r["contender"], r["seed"]) for r in out["runs"]) == [("a:front", 0),
+                                                                       ("b:front", 1)]
+    assert set(out["fronts"]) == {"p/article", "q/article"}  # one entry per pair, recomputed
+    assert a["runs"][0]["contender"] == "front"  # the inputs are left as they were
