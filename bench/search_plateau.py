@@ -1,15 +1,17 @@
 """Why the default sampler proposes where it does (a diagnostic, docs/search.md round 5):
 for each model proposal that runs without chunked prefill at a budget in [--low, --high)
 (8B's plateau: every value there is one of two points), what the models said when they
-chose it: the aim, whether the candidate was a random one or a move around the front, the
+chose it: the aim, whether the candidate was a random one (since round 7 drawn in the trust
+region around the front) or a move around the front, the
 probability of feasibility, the p99 ITL process's cell weight ``w`` and learned noise, and
-its posterior sd (log scale) at the candidate split in two: the candidate with only its
+its posterior sd (on its scale: the log, round 7's Box-Cox choice for p99 ITL on 8B) at the
+candidate split in two: the candidate with only its
 token budget and max-model-len (which the rules tie to the budget without chunked
 prefill) moved from the nearest measured plateau point ("budget"), and with only its other
 flags moved ("others"). Two what-ifs that tell the model what the simulator knows:
 ``--inert NAMES`` sets those flags' length scales to 30 (inert) after each fit, and
-``--noise-free`` fits without learned noise (the simulator has none). It wraps the sampler's own functions (``fit``, ``choose``,
-``View.candidates``) rather than copying them; one worker only.
+``--noise-free`` fits without learned noise (the simulator has none). It wraps the sampler's own functions (``fit``, ``fit_power``,
+``choose``, ``View.candidates``) rather than copying them; one worker only.
 
     .venv/bin/python bench/search_plateau.py [--rules article] [--seeds 10]
 """
@@ -31,6 +33,8 @@ from search_run import run_one  # noqa: E402
 from search_truth import Truth, load_profile  # noqa: E402
 import tuner.search.front as front  # noqa: E402
 import tuner.search.surrogate as surrogate  # noqa: E402
+from tuner.search.outputs import inverse  # noqa: E402
+from tuner.search.region import trust_region  # noqa: E402
 
 TIED = ("max_num_batched_tokens", "max_model_len")
 SEEN: dict = {}
@@ -39,19 +43,28 @@ SEEN: dict = {}
 def _wrap() -> list[dict]:
     """Patch the sampler's functions to record each model proposal; the records."""
     out: list[dict] = []
-    fit, choose, candidates = front.fit, front.choose, front.View.candidates
+    fit, fit_power = front.fit, front.fit_power
+    choose, candidates = front.choose, front.View.candidates
 
     def fit_(X, y, **k):
         gp = _inert(fit(X, y, **k), X, y) if ARGS.inert else fit(X, y, **k)
         SEEN.setdefault("fits", []).append(gp)
         return gp
 
-    def candidates_(self, X, rng):
-        state = rng.bit_generator.state  # the random candidates are drawn first
+    def fit_power_(X, v, *a, **k):  # the objectives' processes, on their Box-Cox powers
+        gp, power = fit_power(X, v, *a, **k)
+        gp = _inert(gp, X, gp.y) if ARGS.inert else gp
+        SEEN.setdefault("fits", []).append(gp)
+        return gp, power
+
+    def candidates_(self, X, rng, lengths=None):
+        state = rng.bit_generator.state  # the trust region's candidates are drawn first
         again = np.random.default_rng()
         again.bit_generator.state = state
-        SEEN.update(view=self, X=X, random=again.random((self.s.candidates, X.shape[1])))
-        SEEN["cands"] = candidates(self, X, rng)
+        region = trust_region(X[self.onfront()], self.enc.categorical(), lengths,
+                              self.s.candidates, again)
+        SEEN.update(view=self, X=X, random=region)
+        SEEN["cands"] = candidates(self, X, rng, lengths)
         if not len(SEEN["cands"]):  # the proposal ends here, without choose
             SEEN["fits"] = []
         return SEEN["cands"]
@@ -62,7 +75,8 @@ def _wrap() -> list[dict]:
         SEEN["fits"] = []
         return best
 
-    front.fit, front.choose, front.View.candidates = fit_, choose_, candidates_
+    front.fit, front.fit_power, front.choose = fit_, fit_power_, choose_
+    front.View.candidates = candidates_
     return out
 
 
@@ -102,7 +116,8 @@ def _record(best: int, pf: np.ndarray) -> dict:
         budget, others = X[j].copy(), c.copy()
         budget[tied], others[tied] = c[tied], X[j][tied]
         rec["sd"] = itl.predict(np.vstack([X[j], budget, others, c]))[1].tolist()
-        rec["mean_below"] = bool(np.exp(itl.predict(c[None])[0][0]) < view.measured[j].values[1])
+        mean = inverse(itl.predict(c[None])[0], view.powers[1])[0]
+        rec["mean_below"] = bool(mean < view.measured[j].values[1])
         rec["changed"] = [n for n, a, b in zip(enc.names, X[j], c) if abs(a - b) > 1e-9]
     return rec
 

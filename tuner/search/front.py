@@ -17,14 +17,16 @@
    (``View.parents``: the article's launch without chunked prefill, with prefix caching),
    unless a measured trial without that value already beats it on both objectives.
 2. then, once ``min_trials`` trials measured, a **model**: one Gaussian process per
-   objective (on the log of its values, ``tuner.search.surrogate``; a mode switch such as
+   objective (on the Box-Cox power of its values that the likelihood prefers, the log
+   or another, ``tuner.search.outputs``; ``tuner.search.surrogate``; a mode switch such as
    chunked prefill, ``Param.mode``, also gets a kernel term per side with its own length
    scales, when the likelihood says so) and one of
    feasibility (started and every SLO met, +1/-1, from every told trial, so
    configurations that do not start teach it too); the proposal maximises the expected
    hypervolume improvement (``tuner.search.acquisition``) over the study's reference
    point (``tuner.trials.reference``: the whole front the SLOs allow), times the
-   probability of feasibility, over random candidates and moves around the front (while no
+   probability of feasibility, over candidates drawn in a trust region around the measured
+   front (``tuner.search.region``) and moves around it (while no
    measured trial is feasible, the probability of feasibility alone: an improvement over an
    empty front rewards a large box whatever its odds; as Optuna's constrained GPSampler
    does, after Gelbart et al., 2014). One
@@ -63,6 +65,8 @@ from optuna.trial import FrozenTrial, TrialState
 
 from tuner import optuna_adapter
 from tuner.search.acquisition import end_improvement, expected_improvement, joint_draws
+from tuner.search.outputs import fit_power, inverse, relative
+from tuner.search.region import trust_region
 from tuner.search.steps import clip
 from tuner.search.surrogate import Encoding, fit
 from tuner.space import build_space, repair
@@ -101,7 +105,7 @@ class FrontSettings:
     probes: tuple[Mapping[str, float], ...] = PROBES
     jitter: float = 0.25  # log-scale jitter of a probe's factors, drawn from the seed
     min_trials: int = 4  # measured trials before the model proposes
-    candidates: int = 256  # random candidates per proposal
+    candidates: int = 256  # candidates drawn in the trust region per proposal
     around: int = 16  # moves around each front point per proposal
     draws: int = 32  # posterior samples per candidate
     ends: int = 3  # one model proposal in this many pushes an end of the front
@@ -276,6 +280,8 @@ class FrontSampler(optuna.samplers.BaseSampler):
 class View:
     """One proposal's view of the study: asked configurations, data for the models."""
 
+    powers: tuple[float, ...] = (0.0, 0.0)  # each objective's Box-Cox power (0: the log)
+
     def __init__(self, settings: FrontSettings, trials: Sequence[FrozenTrial], directions,
                  space: Mapping[str, BaseDistribution],
                  moves: Sequence[Mapping[str, Any]] | None = None,
@@ -397,18 +403,21 @@ class View:
         if len(self.measured) < self.s.min_trials:
             return None
         X = np.array([self.enc.encode(origin(t, self.space)) for t in self.measured])
-        logs = np.log(np.maximum(np.abs(np.array([t.values for t in self.measured])), 1e-9))
+        values = np.maximum(np.abs(np.array([t.values for t in self.measured], float)), 1e-9)
         spread = self.spread()
-        gps = [fit(X, logs[:, j], noise_floor=spread[j] ** 2, cells=self.cells)
-               for j in range(2)]
+        fits = [fit_power(X, values[:, j], spread[j], self.cells) for j in range(2)]
+        gps = [gp for gp, _ in fits]
+        self.powers = tuple(power for _, power in fits)
         running = np.array([self.enc.encode(t.params) for t in self.running]
                            + [self.enc.encode(p) for p in self.pending]).reshape(-1, X.shape[1])
         gps = [gp.believing(running) for gp in gps]
         feas = self.feasibility(running)
-        cands = self.candidates(X, rng)
+        cands = self.candidates(X, rng, np.sqrt(gps[0].lengths * gps[1].lengths))
         if not len(cands):
             return None
-        ties = np.array([max(spread[j], gps[j].noise_sd, self.s.tie) for j in range(2)])
+        typical = np.median(values, 0)
+        ties = np.array([max(spread[j], relative(gps[j].noise_sd, typical[j], self.powers[j]),
+                             self.s.tie) for j in range(2)])
         ok = np.array([feasible(t) for t in self.measured], bool)
         at = np.vstack([X[ok], running])  # the front's points: feasible, then in flight
         preds = [gp.predict(cands) for gp in gps]  # (mean, sd) of each objective
@@ -432,9 +441,11 @@ class View:
             return "ehvi"
         return f"end:{(n // self.s.ends) % 2}"
 
-    def objectives(self, logs: np.ndarray) -> np.ndarray:
-        """Log values -> minimised objectives (a maximised one negated)."""
-        return np.where(self.maximise, -np.exp(logs), np.exp(logs))
+    def objectives(self, z: np.ndarray) -> np.ndarray:
+        """Values on the processes' scales (``powers``) -> minimised objectives (a
+        maximised one negated)."""
+        v = np.stack([inverse(z[..., j], self.powers[j]) for j in range(z.shape[-1])], -1)
+        return np.where(self.maximise, -v, v)
 
     def reference(self) -> np.ndarray:
         default = tuple(self.default.values) if self.default is not None and started(
@@ -460,10 +471,12 @@ class View:
         return (self.better(np.stack(fronts, -1), measured, ties),
                 self.objectives(np.stack(draws, -1)))
 
-    def better(self, logs: np.ndarray, measured: np.ndarray, ties: np.ndarray) -> np.ndarray:
-        """Front points' log values (... x n x 2) -> minimised objectives, each ``measured``
-        point made better by its ties (a candidate must beat it by more to add volume)."""
-        return self.objectives(logs + measured[:, None] * np.where(self.maximise, ties, -ties))
+    def better(self, z: np.ndarray, measured: np.ndarray, ties: np.ndarray) -> np.ndarray:
+        """Front points' values on the processes' scales (... x n x 2) -> minimised
+        objectives, each ``measured`` point made better by its ties, relative (a candidate
+        must beat it by more to add volume)."""
+        factor = np.exp(measured[:, None] * np.where(self.maximise, ties, -ties))
+        return self.objectives(z) * factor
 
     def spread(self) -> np.ndarray:
         """Each objective's median relative spread (range over median) over the measured
@@ -497,16 +510,23 @@ class View:
             return np.prod([m(cands) for m in models], axis=0)
         return prob
 
-    def candidates(self, X: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        """Random points and moves around the measured front, snapped, not asked yet."""
-        dim = X.shape[1]
-        cat = self.enc.categorical()
-        out = [rng.random((self.s.candidates, dim))]
+    def onfront(self) -> list[int]:
+        """The measured trials that no other measured trial dominates (indices)."""
         ys = np.array([t.values for t in self.measured])
         mins = np.where(self.maximise, -ys, ys)
-        onfront = [i for i in range(len(mins))
-                   if not any((mins[j] <= mins[i]).all() and (mins[j] < mins[i]).any()
-                              for j in range(len(mins)))]
+        return [i for i in range(len(mins))
+                if not any((mins[j] <= mins[i]).all() and (mins[j] < mins[i]).any()
+                           for j in range(len(mins)))]
+
+    def candidates(self, X: np.ndarray, rng: np.random.Generator,
+                   lengths: np.ndarray | None = None) -> np.ndarray:
+        """Points in the trust region around the measured front (``tuner.search.region``,
+        weighed by the processes' ``lengths``) and moves around it, snapped, repaired, not
+        asked yet."""
+        dim = X.shape[1]
+        cat = self.enc.categorical()
+        onfront = self.onfront()
+        out = [trust_region(X[onfront], cat, lengths, self.s.candidates, rng)]
         for i in onfront:
             base = np.repeat(X[i][None], self.s.around, 0)
             move = rng.random(base.shape) < 0.4

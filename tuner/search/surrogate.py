@@ -166,6 +166,13 @@ class GP:
         vb = np.linalg.solve(self.chol, self.kernel(B, self.X).T)
         return self.scale ** 2 * (self.kernel(A, B) - va.T @ vb)
 
+    def log_likelihood(self) -> float:
+        """The log marginal likelihood of ``y`` in the data's units (the standardisation's
+        Jacobian counted), with the length scales' prior: comparable across transforms of
+        the same data."""
+        lml, _ = _posterior(self.X, self.y, self.kernel, self.noise, self.mean, self.scale)
+        return lml - len(self.y) * math.log(self.scale)
+
     @property
     def noise_sd(self) -> float:
         """The learned noise's standard deviation in the data's units."""
