@@ -10,8 +10,9 @@ token budget and max-model-len (which the rules tie to the budget without chunke
 prefill) moved from the nearest measured plateau point ("budget"), and with only its other
 flags moved ("others"). Two what-ifs that tell the model what the simulator knows:
 ``--inert NAMES`` sets those flags' length scales to 30 (inert) after each fit, and
-``--noise-free`` fits without learned noise (the simulator has none). It wraps the sampler's own functions (``fit``, ``fit_power``,
-``choose``, ``View.candidates``) rather than copying them; one worker only.
+``--noise-free`` fits without learned noise (the simulator has none). It wraps the
+sampler's own functions (``fit``, ``fit_power``, ``choose``, ``View.candidates``) rather
+than copying them; one worker only.
 
     .venv/bin/python bench/search_plateau.py [--rules article] [--seeds 10]
 """
