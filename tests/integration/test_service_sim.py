@@ -104,7 +104,11 @@ def test_launch_status_kill_stop_and_resume(study_file, tmp_path):
                     if t.user_attrs.get("worker") == victim.id
                     and "outcome" not in t.user_attrs and "failed_trial" not in t.system_attrs]
         (killed,) = cut_short()
-        assert wait_for(lambda: cut_short()[0].state == TrialState.FAIL, 20), cut_short()
+
+        def killed_now():  # the same trial, read again by its number (its attributes may
+            # change once the heartbeat fails it: ask for it by number, not by attribute)
+            return open_study("svc", url).study.get_trials(deepcopy=False)[killed.number]
+        assert wait_for(lambda: killed_now().state == TrialState.FAIL, 20), killed_now()
         # ^ the live worker's heartbeat closed it
 
         out = tuner(env, "stop", "svc")
