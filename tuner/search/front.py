@@ -70,6 +70,7 @@ from tuner.search.region import trust_region
 from tuner.search.steps import clip
 from tuner.search.surrogate import Encoding, fit
 from tuner.space import build_space, repair
+from tuner.trials.pareto import nondominated
 from tuner.trials.queries import from_frozen
 from tuner.trials.record import Outcome, TrialRecord
 from tuner.trials.reference import ReferenceRule, study_rule
@@ -514,9 +515,7 @@ class View:
         """The measured trials that no other measured trial dominates (indices)."""
         ys = np.array([t.values for t in self.measured])
         mins = np.where(self.maximise, -ys, ys)
-        return [i for i in range(len(mins))
-                if not any((mins[j] <= mins[i]).all() and (mins[j] < mins[i]).any()
-                           for j in range(len(mins)))]
+        return nondominated(range(len(mins)), [tuple(m) for m in mins.tolist()])
 
     def candidates(self, X: np.ndarray, rng: np.random.Generator,
                    lengths: np.ndarray | None = None) -> np.ndarray:
