@@ -36,7 +36,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from compare_vllm import VLLM_PY, launch, stop, vllm_env  # noqa: E402
+from compare_vllm import VLLM_PY, bench_serve, launch, stop  # noqa: E402
 from tuner.loadgen import LoadSpec, WorkloadSpec, run_benchmark  # noqa: E402
 from tuner.modelfolder import write_llama_shape  # noqa: E402
 from tuner.runner.ports import free_port  # noqa: E402
@@ -63,21 +63,11 @@ def ours(url: str, a: argparse.Namespace, seed: int, think_ms: float) -> dict:
 
 
 def theirs(url: str, model: Path, a: argparse.Namespace, work: Path, seed: int) -> dict:
-    cmd = [str(VLLM_PY), "-m", "vllm.entrypoints.cli.main", "bench", "serve",
-           "--backend", "openai", "--base-url", url, "--endpoint", "/v1/completions",
-           "--model", MODEL, "--tokenizer", str(model), "--dataset-name", "random",
-           "--random-input-len", str(a.input_len), "--random-output-len", str(a.output_len),
-           "--num-prompts", str(a.num_requests),
-           *(["--request-rate", str(a.request_rate)] if a.request_rate else
-             ["--max-concurrency", str(a.concurrency)]),
-           "--ignore-eos", "--num-warmups", str(a.concurrency), "--seed", str(seed),
-           "--percentile-metrics", "ttft,tpot,itl,e2el", "--metric-percentiles", "50,99",
-           "--save-result", "--result-dir", str(work), "--result-filename", "v.json",
-           "--disable-tqdm"]
-    p = subprocess.run(cmd, env=vllm_env(work), capture_output=True, text=True, timeout=900)
-    if p.returncode != 0:
-        raise SystemExit(f"vllm bench serve failed ({p.returncode}):\n{p.stderr[-3000:]}")
-    data = json.loads((work / "v.json").read_text())
+    arrivals = (["--request-rate", str(a.request_rate)] if a.request_rate
+                else ["--max-concurrency", str(a.concurrency)])
+    data = bench_serve(url, MODEL, model, work, "v.json", seed=seed, input_len=a.input_len,
+                       output_len=a.output_len, num_prompts=a.num_requests,
+                       warmups=a.concurrency, arrivals=arrivals)
     return {k: v for k, v in data.items() if isinstance(v, (int, float))}
 
 

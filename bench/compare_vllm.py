@@ -101,13 +101,24 @@ def ours(url: str, model: Path, a: argparse.Namespace, i: int) -> dict:
 
 
 def theirs(url: str, model: Path, a: argparse.Namespace, work: Path, i: int) -> dict:
-    name = f"vllm-{i}.json"
+    return bench_serve(url, str(model), model, work, f"vllm-{i}.json", seed=a.seed + i,
+                       input_len=a.input_len, output_len=a.output_len,
+                       num_prompts=a.num_requests, warmups=a.warmups,
+                       arrivals=["--max-concurrency", str(a.concurrency)])
+
+
+def bench_serve(url: str, model: str, tokenizer: Path, work: Path, name: str, *, seed: int,
+                input_len: int, output_len: int, num_prompts: int, warmups: int,
+                arrivals: list[str]) -> dict:
+    """`vllm bench serve` of the CPU build on random prompts (``arrivals``: its
+    --max-concurrency or --request-rate flags); its result JSON without the per-request
+    lists. SystemExit with its output's tail when it fails."""
     cmd = [str(VLLM_PY), "-m", "vllm.entrypoints.cli.main", "bench", "serve",
            "--backend", "openai", "--base-url", url, "--endpoint", "/v1/completions",
-           "--model", str(model), "--tokenizer", str(model), "--dataset-name", "random",
-           "--random-input-len", str(a.input_len), "--random-output-len", str(a.output_len),
-           "--num-prompts", str(a.num_requests), "--max-concurrency", str(a.concurrency),
-           "--ignore-eos", "--num-warmups", str(a.warmups), "--seed", str(a.seed + i),
+           "--model", model, "--tokenizer", str(tokenizer), "--dataset-name", "random",
+           "--random-input-len", str(input_len), "--random-output-len", str(output_len),
+           "--num-prompts", str(num_prompts), *arrivals,
+           "--ignore-eos", "--num-warmups", str(warmups), "--seed", str(seed),
            "--percentile-metrics", "ttft,tpot,itl,e2el", "--metric-percentiles", "50,90,99",
            "--save-result", "--result-dir", str(work), "--result-filename", name,
            "--disable-tqdm"]
