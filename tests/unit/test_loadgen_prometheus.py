@@ -50,4 +50,8 @@ def test_lag_judgement():
     busy = dict(stats, cpu_util_max=0.97)
     idle = dict(stats, cpu_util_max=0.05)
     assert "bottleneck" in judge(busy, 5.0) and "starved" in judge(idle, 5.0)
+    # a starved client is told of real-time scheduling, unless it already ran so
+    assert 'client_priority = "realtime"' in judge(idle, 5.0)
+    assert "client_priority" not in judge(dict(idle, realtime_processes=1), 5.0)
+    assert "client_priority" not in judge(busy, 5.0)
     assert lag_stats("x", []) == {}

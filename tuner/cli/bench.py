@@ -60,6 +60,10 @@ def register(subparsers) -> None:
     lo.add_argument("--think-time-ms", type=float, default=0.0,
                     help="closed loop: each client's pause between a response and its next "
                          "request [0]")
+    lo.add_argument("--client-priority", choices=("normal", "realtime"), default="normal",
+                    help="realtime: the client thread on real-time scheduling where the OS "
+                         "allows it (root or CAP_SYS_NICE), on a machine whose cores the "
+                         "server saturates [normal]")
     lo.add_argument("--min-gap-share", type=float, default=0.9,
                     help="share of inter-token gaps that must be seen to tell an ITL [0.9]")
     st = p.add_argument_group("steady window (closed loop)")
@@ -102,6 +106,7 @@ def specs(args: argparse.Namespace) -> tuple[WorkloadSpec, LoadSpec, SLO]:
         max_client_lag_ms=args.max_client_lag_ms, min_gap_share=args.min_gap_share,
         early_stop=args.early_stop, throughput_ci=args.throughput_ci, itl_ci=args.itl_ci,
         max_requests=args.max_requests, think_time_ms=args.think_time_ms,
+        client_priority=args.client_priority,
         itl_metric="itl_per_token" if args.itl_per_token else "itl")
     slo = SLO(ttft_p99_ms=args.slo_ttft_ms, itl_p99_ms=args.slo_itl_ms,
               tpot_ms=args.slo_tpot_ms, e2el_ms=args.slo_e2el_ms)

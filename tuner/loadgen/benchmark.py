@@ -24,6 +24,7 @@ from tuner.loadgen.lag import judge, lag_stats
 from tuner.loadgen.metrics import (calculate_metrics, count_failures, noise_estimate,
                                    to_simulated_time)
 from tuner.loadgen.multiproc import run_in_processes
+from tuner.loadgen.priority import REALTIME
 from tuner.loadgen.spec import SLO, LoadSpec, WorkloadSpec
 from tuner.loadgen.window import Window, steady_window
 
@@ -148,6 +149,7 @@ def _plans(base_url: str, model: str, workload: WorkloadSpec, load: LoadSpec) ->
                   concurrency=share_of(load.max_concurrency, k, n),
                   timeout_s=load.request_timeout_s, http_client=load.http_client,
                   text_prompts=load.text_prompts, think_s=load.think_time_ms / 1000.0,
+                  priority=load.client_priority,
                   early_stop=((load.throughput_ci, load.itl_ci, load.itl_metric)
                               if load.early_stop else None))
         for k in range(n)
@@ -227,4 +229,6 @@ def _client_view(shards: list[ShardResult], t0: float,
     client["cpu_util_max"] = max((s.cpu_s / max(s.end_time - t0, 1e-9) for s in shards),
                                  default=0.0)
     client["chunks"] = sum(o.chunks for s in shards for o in s.outputs)
+    client["realtime_processes"] = sum(1 for s in shards if s.priority == REALTIME)
+    client["realtime_refused"] = sum(1 for s in shards if s.priority_refused)
     return client

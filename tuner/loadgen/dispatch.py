@@ -24,6 +24,7 @@ from tuner.loadgen.client import RequestOutput, send
 from tuner.loadgen.endpoints import PARSERS, PATHS, build_body
 from tuner.loadgen.http1 import Client, send_fast
 from tuner.loadgen.lag import LoopLagProbe
+from tuner.loadgen.priority import NORMAL, REALTIME, realtime
 from tuner.loadgen.spec import WorkloadSpec
 from tuner.loadgen.window import steady_window
 from tuner.loadgen.workloads import iter_requests
@@ -51,6 +52,7 @@ class ShardPlan:
     # half-widths (throughput, p99 ITL of ``itl_metric``); ``num_requests`` is then the cap.
     early_stop: tuple[float, float, str] | None = None
     think_s: float = 0.0  # closed loop: a client's pause between a response and its next send
+    priority: str = NORMAL  # the client thread's CPU priority (``tuner.loadgen.priority``)
 
 
 @dataclass
@@ -62,6 +64,8 @@ class ShardResult:
     start_time: float = 0.0
     end_time: float = 0.0
     stop_reason: str = "count"  # count | duration | early | cap
+    priority: str = NORMAL  # what the client thread ran at
+    priority_refused: str = ""  # why a real-time request was not granted
 
 
 class _Source:
@@ -97,8 +101,18 @@ async def run_shard(plan: ShardPlan, t0: float | None = None,
                     clock: Callable[[], float] = time.perf_counter,
                     source: _Source | None = None) -> ShardResult:
     """Run the share; ``t0`` is the run's start on ``clock`` (shared by every process; by
-    default the moment the share is ready to send)."""
+    default the moment the share is ready to send). The thread runs it at the plan's CPU
+    priority where the OS allows (``tuner.loadgen.priority``)."""
     source = source or prepare(plan)  # before the first await
+    with realtime(plan.priority == REALTIME) as granted:
+        result = await _run_shard(plan, t0, on_done, clock, source)
+    result.priority, result.priority_refused = granted.priority, granted.refused
+    return result
+
+
+async def _run_shard(plan: ShardPlan, t0: float | None,
+                     on_done: Callable[[RequestOutput], None] | None,
+                     clock: Callable[[], float], source: _Source) -> ShardResult:
     result = ShardResult()
     url = plan.base_url + PATHS[plan.endpoint]
     parser_cls = PARSERS[plan.endpoint]

@@ -59,9 +59,14 @@ def judge(client: dict[str, float], max_lag_ms: float) -> str | None:
     for key in ("loop_lag_p99_ms", "send_lag_p99_ms"):
         if client.get(key, 0.0) > max_lag_ms:
             cpu = client.get("cpu_util_max", 1.0)
-            why = ("the client was the bottleneck" if cpu >= 0.5 else
-                   "the client was starved by other work on the machine")
+            if cpu >= 0.5:
+                why, fix = ("the client was the bottleneck",
+                            "use more client processes, less load, or a faster machine")
+            else:
+                why = "the client was starved by other work on the machine"
+                fix = "use less load or a quieter machine" + (
+                    "" if client.get("realtime_processes") else
+                    ', or client_priority = "realtime" where the OS allows it')
             return (f"{why}: {key}={client[key]:.1f} ms exceeds {max_lag_ms:g} ms at "
-                    f"{cpu:.0%} client CPU (use more client processes, less load, or a "
-                    "quieter machine)")
+                    f"{cpu:.0%} client CPU ({fix})")
     return None

@@ -87,6 +87,9 @@ def _sections(result: BenchmarkResult) -> list[str]:
     lines += [_row("Send lag p99 (ms):", c.get("send_lag_p99_ms", 0.0)),
               _row("Event-loop lag p99 (ms):", c.get("loop_lag_p99_ms", 0.0)),
               _row("Client processes:", int(c.get("processes", 1))),
+              _row("Real-time client processes:", f"{int(c.get('realtime_processes', 0))}"
+                   + (f" ({int(c['realtime_refused'])} refused)"
+                      if c.get("realtime_refused") else "")),
               _row("Valid:", "yes" if result.valid else f"NO: {result.invalid_reason}")]
     if result.noise:
         lines.append(_row("Halves differ, throughput (%):",

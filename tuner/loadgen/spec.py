@@ -113,7 +113,10 @@ class Arrivals(_Spec):
     ``warmup_requests``, spread over ``client_processes``. A run whose client lagged more
     than ``max_client_lag_ms`` (p99) measured the client, not the server: it is invalid; one
     that saw less than ``min_gap_share`` of the inter-token gaps (tokens batched in one
-    message, reads that found several messages) cannot tell an ITL (``gaps``)."""
+    message, reads that found several messages) cannot tell an ITL (``gaps``).
+    ``client_priority`` "realtime" runs the client's thread on real-time scheduling where
+    the OS allows it (root or CAP_SYS_NICE), for a machine whose cores the server and other
+    work saturate: a client that waits for a core stamps tokens late (``priority``)."""
 
     endpoint: Literal["completions", "chat", "generate"] = "completions"
     max_concurrency: int | None = Field(256, ge=1)
@@ -124,6 +127,7 @@ class Arrivals(_Spec):
     max_client_lag_ms: float = Field(5.0, gt=0)
     min_gap_share: float = Field(0.9, ge=0.0, le=1.0)
     client_processes: int = Field(1, ge=1)
+    client_priority: Literal["normal", "realtime"] = "normal"
 
     @property
     def closed_loop(self) -> bool:
