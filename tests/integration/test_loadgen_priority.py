@@ -20,17 +20,12 @@ import pytest
 from tuner.loadgen import LoadSpec, WorkloadSpec, dispatch, run_benchmark
 from tuner.loadgen.priority import NORMAL, REALTIME, realtime
 from tuner.testing.fake_server import FakeScript, FakeServer
+from tuner.testing.scheduling import realtime_granted
 
 pytestmark = pytest.mark.integration
 
 SMALL = WorkloadSpec(input_len=32, output_len=8, vocab_size=1000)
 POLICY = "import os; print(os.sched_getscheduler(0) & 0xff)"  # without the reset-on-fork bit
-
-
-def _granted() -> bool:
-    """Whether this process may take SCHED_FIFO (asked in a child, which then exits)."""
-    code = "import os; os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))"
-    return subprocess.run([sys.executable, "-c", code], capture_output=True).returncode == 0
 
 
 @pytest.fixture(scope="module")
@@ -54,11 +49,11 @@ def test_the_client_runs_real_time_for_the_run_only_and_its_children_do_not(serv
     assert [o.success for o in result.outputs] == [True] * 6
     after = os.sched_getscheduler(0)
     assert after == os.SCHED_OTHER  # the thread is back as it was
-    if _granted():
-        assert result.priority == REALTIME and not result.priority_refused
+    if realtime_granted():
+        assert result.granted.priority == REALTIME and not result.granted.refused
         assert seen[0] == (os.SCHED_FIFO, str(os.SCHED_OTHER))
     else:
-        assert result.priority == NORMAL and "refused" in result.priority_refused
+        assert result.granted.priority == NORMAL and "refused" in result.granted.refused
         assert seen[0][0] == os.SCHED_OTHER
 
 
@@ -73,7 +68,7 @@ def test_every_client_process_takes_it_and_the_run_counts_them(server):
                     max_client_lag_ms=1000.0, min_gap_share=0.0, client_priority="realtime")
     r = asyncio.run(run_benchmark(server.url, "fake-model", SMALL, load))
     assert r.metrics["completed"] == 24 and r.client["processes"] == 2
-    if _granted():
+    if realtime_granted():
         assert r.client["realtime_processes"] == 2 and r.client["realtime_refused"] == 0
     else:
         assert r.client["realtime_processes"] == 0 and r.client["realtime_refused"] == 2

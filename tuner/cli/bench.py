@@ -15,6 +15,7 @@ from pathlib import Path
 
 from tuner.errors import BenchmarkError, UsageError
 from tuner.loadgen import SLO, LoadSpec, WorkloadSpec, fetch_model, run_benchmark
+from tuner.loadgen.priority import NORMAL, PRIORITIES
 from tuner.loadgen.report import format_summary
 from tuner.loadgen.spec import ENDPOINTS, WORKLOAD_KINDS
 
@@ -60,7 +61,7 @@ def register(subparsers) -> None:
     lo.add_argument("--think-time-ms", type=float, default=0.0,
                     help="closed loop: each client's pause between a response and its next "
                          "request [0]")
-    lo.add_argument("--client-priority", choices=("normal", "realtime"), default="normal",
+    lo.add_argument("--client-priority", choices=PRIORITIES, default=NORMAL,
                     help="realtime: the client thread on real-time scheduling where the OS "
                          "allows it (root or CAP_SYS_NICE), on a machine whose cores the "
                          "server saturates [normal]")

@@ -229,6 +229,6 @@ def _client_view(shards: list[ShardResult], t0: float,
     client["cpu_util_max"] = max((s.cpu_s / max(s.end_time - t0, 1e-9) for s in shards),
                                  default=0.0)
     client["chunks"] = sum(o.chunks for s in shards for o in s.outputs)
-    client["realtime_processes"] = sum(1 for s in shards if s.priority == REALTIME)
-    client["realtime_refused"] = sum(1 for s in shards if s.priority_refused)
+    client["realtime_processes"] = sum(1 for s in shards if s.granted.priority == REALTIME)
+    client["realtime_refused"] = sum(1 for s in shards if s.granted.refused)
     return client

@@ -24,7 +24,7 @@ from tuner.loadgen.client import RequestOutput, send
 from tuner.loadgen.endpoints import PARSERS, PATHS, build_body
 from tuner.loadgen.http1 import Client, send_fast
 from tuner.loadgen.lag import LoopLagProbe
-from tuner.loadgen.priority import NORMAL, REALTIME, realtime
+from tuner.loadgen.priority import NORMAL, REALTIME, Granted, realtime
 from tuner.loadgen.spec import WorkloadSpec
 from tuner.loadgen.window import steady_window
 from tuner.loadgen.workloads import iter_requests
@@ -64,8 +64,7 @@ class ShardResult:
     start_time: float = 0.0
     end_time: float = 0.0
     stop_reason: str = "count"  # count | duration | early | cap
-    priority: str = NORMAL  # what the client thread ran at
-    priority_refused: str = ""  # why a real-time request was not granted
+    granted: Granted = field(default_factory=Granted)  # the CPU priority the thread ran at
 
 
 class _Source:
@@ -106,7 +105,7 @@ async def run_shard(plan: ShardPlan, t0: float | None = None,
     source = source or prepare(plan)  # before the first await
     with realtime(plan.priority == REALTIME) as granted:
         result = await _run_shard(plan, t0, on_done, clock, source)
-    result.priority, result.priority_refused = granted.priority, granted.refused
+    result.granted = granted
     return result
 
 
