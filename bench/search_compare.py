@@ -8,7 +8,10 @@ the same denominator (docs/search.md, round 7).
         tr=/tmp/r7/tr/search.json [--profiles llama3-8b-h200 ...]
 
 Prints per variant and profile: the default sampler's HV@20 (article / vllm-v1), with 5%
-noise, with 4 workers at the last trial, its trials to 90% and random-60's (when run).
+noise, with 4 workers at the last trial, its trials to 90% and random-60's (when run); then
+each variant against the first, seed by seed: the difference of the medians of HV@20 and
+its 90% interval from a paired bootstrap over the seeds both ran (a difference whose
+interval holds 0 is inside the seeds' spread).
 """
 
 from __future__ import annotations
@@ -16,8 +19,11 @@ from __future__ import annotations
 import argparse
 import copy
 import json
+import math
 import sys
 from pathlib import Path
+
+import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -66,14 +72,63 @@ def table(runs: list[tuple[str, dict]], profiles: list[str] | None = None) -> li
     return lines
 
 
+def paired_interval(base: dict, variant: dict, level: float = 0.9, draws: int = 4000,
+                    seed: int = 0) -> tuple[float, float, float, int]:
+    """The difference of the medians (``variant`` - ``base``) over the seeds both hold
+    ({seed: value}), and its ``level`` interval from resampling those seeds (pairs kept
+    together): (difference, low, high, seeds)."""
+    seeds = sorted(set(base) & set(variant))
+    if not seeds:
+        return math.nan, math.nan, math.nan, 0
+    a = np.array([base[k] for k in seeds])
+    b = np.array([variant[k] for k in seeds])
+    idx = np.random.default_rng(seed).integers(0, len(seeds), (draws, len(seeds)))
+    boot = np.median(b[idx], 1) - np.median(a[idx], 1)
+    tail = (1 - level) / 2 * 100
+    low, high = np.percentile(boot, [tail, 100 - tail])
+    return float(np.median(b) - np.median(a)), float(low), float(high), len(seeds)
+
+
+def differences(runs: list[tuple[str, dict]], profiles: list[str] | None = None,
+                contender: str = "front") -> list[str]:
+    """Each later variant's HV@20 against the first's, paired by seed (markdown)."""
+    rows = summarise(slo_view(pooled(runs)))
+    by = {(r["profile"], r["rules"], r["contender"]): r for r in rows}
+    names = profiles or sorted({r["profile"] for r in rows})
+    first = runs[0][0]
+    lines = [f"| {contender}: HV@20, variant - {first} | profile | article | vllm-v1 |",
+             "|---|---|---|---|"]
+    for label, _ in runs[1:]:
+        for profile in names:
+            cells = []
+            for rules in RULES:
+                a = by.get((profile, rules, f"{first}:{contender}"))
+                b = by.get((profile, rules, f"{label}:{contender}"))
+                if a is None or b is None:
+                    cells.append("-")
+                    continue
+                d, low, high, n = paired_interval(a["hv20_by_seed"], b["hv20_by_seed"])
+                cells.append(f"{d:+.3f} ({low:+.3f} to {high:+.3f}; {n} seeds)")
+            if cells != ["-", "-"]:
+                lines.append(f"| {label} | {profile} | {cells[0]} | {cells[1]} |")
+    return lines
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("runs", nargs="+", help="label=path of a bench/search.py JSON")
     ap.add_argument("--profiles", nargs="*", default=None)
+    ap.add_argument("--contenders", nargs="*", default=["front"],
+                    help="the contenders compared seed by seed (default: front)")
     args = ap.parse_args(argv)
     runs = [(a.split("=", 1)[0], json.loads(Path(a.split("=", 1)[1]).read_text()))
             for a in args.runs]
     print("\n".join(table(runs, args.profiles)))
+    if len(runs) > 1:
+        print()
+        for contender in args.contenders:
+            print("\n".join(differences(runs, args.profiles, contender)))
+            print()
     return 0
 
 

@@ -78,6 +78,7 @@ def summarise(data: dict) -> list[dict[str, Any]]:
             "hv20": float(np.median([c[19] for c in curves])),
             "hv20_iqr": tuple(float(q) for q in np.percentile([c[19] for c in curves], [25, 75])),
             "hv20_min": float(min(c[19] for c in curves)),
+            "hv20_by_seed": {r["seed"]: c[19] for r, c in zip(runs, curves)},
             "hvlast": float(np.median([c[trials - 1] for c in curves])),
             "held_out": bool(fr.get("held_out")),
             "wasted": sum(o == "infeasible" for o in every) / max(1, len(every)),

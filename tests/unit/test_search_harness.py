@@ -5,6 +5,8 @@ import math
 import sys
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
 from search_report import curve, reach, repeats  # noqa: E402
@@ -115,3 +117,16 @@ def test_compared_runs_keep_their_labels_and_share_one_set_of_fronts():
                                                                        ("b:front", 1)]
     assert set(out["fronts"]) == {"p/article", "q/article"}  # one entry per pair, recomputed
     assert a["runs"][0]["contender"] == "front"  # the inputs are left as they were
+
+
+def test_a_variant_is_compared_seed_by_seed_with_an_interval():
+    from search_compare import paired_interval
+    base = {s: 0.90 + 0.01 * s for s in range(10)}
+    same = paired_interval(base, dict(base))
+    assert same == (0.0, 0.0, 0.0, 10)  # the same runs: no difference, no spread
+    up = paired_interval(base, {s: v + 0.02 for s, v in base.items()})
+    assert up[0] == pytest.approx(0.02) and up[1] > 0  # a shift on every seed: outside 0
+    noisy = {s: v + (0.05 if s % 2 else -0.05) for s, v in base.items()}
+    d, low, high, n = paired_interval(base, noisy)
+    assert low < 0 < high and n == 10  # seeds moving both ways: inside the spread
+    assert paired_interval(base, {20: 1.0})[3] == 0  # no seed in common
