@@ -45,11 +45,16 @@ def pooled(runs: list[tuple[str, dict]]) -> dict:
     return out
 
 
-def table(runs: list[tuple[str, dict]], profiles: list[str] | None = None) -> list[str]:
-    """The comparison's rows (markdown), every run scored against the pooled front."""
-    rows = summarise(slo_view(pooled(runs)))
-    by = {(r["profile"], r["rules"], r["contender"]): r for r in rows}
-    names = profiles or sorted({r["profile"] for r in rows})
+def scored(runs: list[tuple[str, dict]]) -> dict[tuple[str, str, str], dict]:
+    """Every run scored against the pooled front, summarised per (profile, rules,
+    ``label:contender``)."""
+    return {(r["profile"], r["rules"], r["contender"]): r
+            for r in summarise(slo_view(pooled(runs)))}
+
+
+def table(labels: list[str], by: dict, profiles: list[str] | None = None) -> list[str]:
+    """The comparison's rows (markdown) from ``scored``."""
+    names = profiles or sorted({k[0] for k in by})
 
     def cell(label, profile, contender, key="hv20") -> str:
         got = [by.get((profile, rules, f"{label}:{contender}")) for rules in RULES]
@@ -58,7 +63,7 @@ def table(runs: list[tuple[str, dict]], profiles: list[str] | None = None) -> li
 
     lines = ["| variant | profile | HV@20 | 5% noise | x4 HV@last | to 90% | random-60 to 90% |",
              "|---|---|---|---|---|---|---|"]
-    for label, _ in runs:
+    for label in labels:
         for profile in names:
             if not any(k[0] == profile and k[2].startswith(f"{label}:") for k in by):
                 continue
@@ -89,16 +94,15 @@ def paired_interval(base: dict, variant: dict, level: float = 0.9, draws: int = 
     return float(np.median(b) - np.median(a)), float(low), float(high), len(seeds)
 
 
-def differences(runs: list[tuple[str, dict]], profiles: list[str] | None = None,
+def differences(labels: list[str], by: dict, profiles: list[str] | None = None,
                 contender: str = "front") -> list[str]:
-    """Each later variant's HV@20 against the first's, paired by seed (markdown)."""
-    rows = summarise(slo_view(pooled(runs)))
-    by = {(r["profile"], r["rules"], r["contender"]): r for r in rows}
-    names = profiles or sorted({r["profile"] for r in rows})
-    first = runs[0][0]
+    """Each later variant's HV@20 against the first's, paired by seed (markdown), from
+    ``scored``."""
+    names = profiles or sorted({k[0] for k in by})
+    first = labels[0]
     lines = [f"| {contender}: HV@20, variant - {first} | profile | article | vllm-v1 |",
              "|---|---|---|---|"]
-    for label, _ in runs[1:]:
+    for label in labels[1:]:
         for profile in names:
             cells = []
             for rules in RULES:
@@ -123,11 +127,12 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     runs = [(a.split("=", 1)[0], json.loads(Path(a.split("=", 1)[1]).read_text()))
             for a in args.runs]
-    print("\n".join(table(runs, args.profiles)))
+    labels, by = [label for label, _ in runs], scored(runs)
+    print("\n".join(table(labels, by, args.profiles)))
     if len(runs) > 1:
         print()
         for contender in args.contenders:
-            print("\n".join(differences(runs, args.profiles, contender)))
+            print("\n".join(differences(labels, by, args.profiles, contender)))
             print()
     return 0
 
