@@ -11,6 +11,7 @@ once, as the runner does before launching.
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import time
 import warnings
@@ -79,7 +80,8 @@ def _measure(profile: Profile, truth: Truth, prop: Proposal, base: TrialRecord,
     metrics = {k: o[k] for k in ("output_throughput", "p99_itl_ms", "p99_ttft_ms")}
     if noise and rng is not None:
         metrics = {k: v * (1 + noise * rng.gauss(0.0, 1.0)) for k, v in metrics.items()}
-    return record.measured(profile.spec, metrics, base)
+    return dataclasses.replace(record.measured(profile.spec, metrics, base),
+                               server=dict(o.get("server") or {}))
 
 
 def run_one(profile: Profile, truth: Truth, c: Contender, seed: int,

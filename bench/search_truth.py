@@ -88,7 +88,8 @@ class Truth:
         self.new: dict[str, dict[str, Any]] = {}
 
     def outcome(self, flags: Mapping[str, Any]) -> dict[str, Any]:
-        """{"started", "failure", "output_throughput", "p99_itl_ms", "p99_ttft_ms"}."""
+        """{"started", "failure", "output_throughput", "p99_itl_ms", "p99_ttft_ms",
+        "server"}: the server's view as the load generator reads it from ``/metrics``."""
         key = record.flags_key(flags)
         hit = self.known.get(key)
         if hit is None:
@@ -96,7 +97,8 @@ class Truth:
             hit = {"flags": dict(flags), "started": o.started, "failure": o.failure_kind,
                    "output_throughput": o.output_throughput,
                    "p99_itl_ms": o.p99_itl_ms if o.started else None,
-                   "p99_ttft_ms": o.p99_ttft_ms if o.started else None}
+                   "p99_ttft_ms": o.p99_ttft_ms if o.started else None,
+                   "server": server_view(o) if o.started else None}
             self.known[key] = self.new[key] = hit
         return hit
 
@@ -114,6 +116,19 @@ class Truth:
         tmp.write_text(json.dumps(on_disk))
         tmp.replace(self.path)
         self.new = {}
+
+
+def server_view(o) -> dict[str, float]:
+    """What the load generator reads from a server's ``/metrics`` over a run
+    (``tuner.loadgen.prometheus.server_view``), from a simulated outcome: its counters'
+    deltas and its gauges' peaks (the prefix cache's counters as a rate: queries 1, hits
+    the hit rate; the sampler reads their ratio)."""
+    return {"preemptions": float(o.preemptions),
+            "prefix_cache_queries": 1.0 if o.flags.get("enable_prefix_caching") else 0.0,
+            "prefix_cache_hits": float(o.prefix_cache_hit_rate)
+            if o.flags.get("enable_prefix_caching") else 0.0,
+            "kv_cache_usage_peak": float(o.peak_kv_usage),
+            "running_peak": float(o.peak_running)}
 
 
 def model_version() -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tuner.loadgen.lag import judge, lag_stats
-from tuner.loadgen.prometheus import parse_metrics, server_view
+from tuner.loadgen.prometheus import GaugePoller, parse_metrics, server_view
 
 pytestmark = pytest.mark.unit
 
@@ -28,6 +28,7 @@ def test_parse_sums_wanted_metrics_over_label_sets():
         "vllm:prefix_cache_queries_total": 1000.0,
         "vllm:prefix_cache_hits_total": 250.0,
         "vllm:kv_cache_usage_perc": 0.42,
+        "vllm:num_requests_running": 7.0,
     }
     assert parse_metrics("vllm:kv_cache_usage_perc 0.5\n") == {"vllm:kv_cache_usage_perc": 0.5}
 
@@ -37,9 +38,19 @@ def test_server_view_reports_deltas_and_leaves_absent_metrics_out():
     after = dict(before, **{"vllm:num_preemptions_total": 9.0,
                             "vllm:prefix_cache_hits_total": 300.0})
     del after["vllm:prefix_cache_queries_total"]
-    assert server_view(before, after, 0.9) == {"preemptions": 4.0, "prefix_cache_hits": 50.0,
-                                               "kv_cache_usage_peak": 0.9}
+    peaks = {"vllm:kv_cache_usage_perc": 0.9, "vllm:num_requests_running": 12.0}
+    assert server_view(before, after, peaks) == {"preemptions": 4.0, "prefix_cache_hits": 50.0,
+                                                 "kv_cache_usage_peak": 0.9,
+                                                 "running_peak": 12.0}
     assert server_view(None, None, None) == {}
+
+
+def test_the_poller_keeps_each_gauges_peak():
+    poller = GaugePoller(None, "http://127.0.0.1:1", 1.0)  # type: ignore[arg-type]
+    for page in (PAGE, PAGE.replace("} 7.0", "} 31.0").replace("0.42", "0.2"), None,
+                 "vllm:num_requests_running 3\n"):
+        poller.observe(parse_metrics(page) if page else None)
+    assert poller.peaks == {"vllm:kv_cache_usage_perc": 0.42, "vllm:num_requests_running": 31.0}
 
 
 def test_lag_judgement():

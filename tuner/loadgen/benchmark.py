@@ -106,7 +106,7 @@ async def run_benchmark(base_url: str, model: str, workload: WorkloadSpec, load:
     total = None if load.duration_s is not None else load.num_requests
     async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10)) as session:
         before = await prometheus.scrape(session, base_url)
-        poller = prometheus.KVPoller(session, base_url, load.metrics_poll_s)
+        poller = prometheus.GaugePoller(session, base_url, load.metrics_poll_s)
         poller.observe(before)
         poller.start()
         try:
@@ -116,7 +116,7 @@ async def run_benchmark(base_url: str, model: str, workload: WorkloadSpec, load:
         after = await prometheus.scrape(session, base_url)
         poller.observe(after)
     return _result(shards, t0, workload, load, slo, time_scale, warm,
-                   prometheus.server_view(before, after, poller.peak))
+                   prometheus.server_view(before, after, poller.peaks))
 
 
 async def _warm_up(base_url: str, model: str, workload: WorkloadSpec,

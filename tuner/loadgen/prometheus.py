@@ -1,7 +1,8 @@
 """The server's own view of a run, from its Prometheus ``/metrics`` page.
 
-Counters are read before and after the run and reported as deltas; the KV-cache usage gauge
-is polled during the run and reported as its peak. A metric the server does not export (or a
+Counters are read before and after the run and reported as deltas; the KV-cache usage and
+running-requests gauges are polled during the run and reported as their peaks (a peak well
+under a cap says the cap never bound: the search reads it, ``tuner.search.inert``). A metric the server does not export (or a
 server without ``/metrics``) is left out of the result, never an error.
 """
 
@@ -18,7 +19,8 @@ COUNTERS = {
     "prefix_cache_hits": "vllm:prefix_cache_hits_total",
 }
 KV_USAGE = "vllm:kv_cache_usage_perc"
-WANTED = (*COUNTERS.values(), KV_USAGE)
+GAUGES = {"kv_cache_usage_peak": KV_USAGE, "running_peak": "vllm:num_requests_running"}
+WANTED = (*COUNTERS.values(), *GAUGES.values())
 
 
 def parse_metrics(text: str, names: tuple[str, ...] = WANTED) -> dict[str, float]:
@@ -43,15 +45,17 @@ def parse_metrics(text: str, names: tuple[str, ...] = WANTED) -> dict[str, float
 
 
 def server_view(before: dict[str, float] | None, after: dict[str, float] | None,
-                kv_peak: float | None) -> dict[str, float]:
-    """Deltas of the counters present in both scrapes, and the KV-usage peak if seen."""
+                peaks: dict[str, float] | None = None) -> dict[str, float]:
+    """Deltas of the counters present in both scrapes, and the gauges' peaks seen
+    (``peaks``: by metric name, ``GaugePoller.peaks``)."""
     view: dict[str, float] = {}
     if before is not None and after is not None:
         for key, name in COUNTERS.items():
             if name in before and name in after:
                 view[key] = after[name] - before[name]
-    if kv_peak is not None:
-        view["kv_cache_usage_peak"] = kv_peak
+    for key, name in GAUGES.items():
+        if peaks and name in peaks:
+            view[key] = peaks[name]
     return view
 
 
@@ -66,18 +70,19 @@ async def scrape(session: aiohttp.ClientSession, base_url: str) -> dict[str, flo
         return None
 
 
-class KVPoller:
-    """Polls the KV-usage gauge every ``interval_s`` while the run lasts; keeps the peak."""
+class GaugePoller:
+    """Polls the gauges (``GAUGES``) every ``interval_s`` while the run lasts; keeps each
+    one's peak, by metric name."""
 
     def __init__(self, session: aiohttp.ClientSession, base_url: str, interval_s: float) -> None:
         self.session, self.base_url, self.interval_s = session, base_url, interval_s
-        self.peak: float | None = None
+        self.peaks: dict[str, float] = {}
         self._task: asyncio.Task | None = None
 
     def observe(self, metrics: dict[str, float] | None) -> None:
-        if metrics and KV_USAGE in metrics:
-            value = metrics[KV_USAGE]
-            self.peak = value if self.peak is None else max(self.peak, value)
+        for name in GAUGES.values():
+            if metrics and name in metrics:
+                self.peaks[name] = max(self.peaks.get(name, metrics[name]), metrics[name])
 
     async def _loop(self) -> None:
         while True:

@@ -71,6 +71,8 @@ def _sections(result: BenchmarkResult) -> list[str]:
             lines.append(_row(f"{key.replace('_', ' ').capitalize()}:", int(result.server[key])))
     if "kv_cache_usage_peak" in result.server:
         lines.append(_row("Peak KV-cache usage (%):", 100 * result.server["kv_cache_usage_peak"]))
+    if "running_peak" in result.server:
+        lines.append(_row("Peak running requests:", int(result.server["running_peak"])))
     m = result.metrics
     if "messages" in m:
         lines.append(_title("Stream"))

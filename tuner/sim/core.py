@@ -25,6 +25,8 @@ class EngineCore:
         self.scheduler = Scheduler(cfg, plan.num_blocks, consts.unchunked_mixes_decodes)
         self.coef = coefficients(cfg, shape, gpu, consts)
         self.steps = 0
+        self.peak_running = 0  # the most requests running in a step (vLLM's gauge's peak)
+        self.peak_kv_usage = 0.0  # the highest KV-cache usage in a step, 0-1
         self.busy_s = 0.0
         self.prompt_tokens = 0
         self.generation_tokens = 0
@@ -39,8 +41,14 @@ class EngineCore:
     def plan_step(self) -> tuple[Step, float]:
         """The next step and its duration in simulated seconds (0 if nothing can run)."""
         s = self.scheduler.schedule()
+        self.observe(len(self.scheduler.running))
         return s, step_seconds(self.coef, s.num_tokens, len(s.work), s.num_logits,
                                s.attn_ctx, s.kv_read)
+
+    def observe(self, running: int) -> None:
+        """Note a scheduled step's running requests and KV-cache usage (their peaks)."""
+        self.peak_running = max(self.peak_running, running)
+        self.peak_kv_usage = max(self.peak_kv_usage, self.scheduler.pool.usage())
 
     def complete(self, step: Step, seconds: float) -> list[Request]:
         emitted = self.scheduler.complete(step)

@@ -102,6 +102,7 @@ def run_closed_loop_fast(core: EngineCore, plan, hashes, concurrency: int, n: in
                 pool.allocate(r, -(-(c + k) // bs) - r.n_blocks)
         if mixed and decode and budget > 0 and len(work) == len(prefilling):
             work += _admit(waiting, prefilling, n_dec, pool, budget, max_seqs, chunked)
+        core.observe(n_dec + len(prefilling))
         d = n_dec if decode else 0
         if not d and not work:
             raise RuntimeError("simulated engine stalled with work queued")

@@ -49,6 +49,8 @@ class SimOutcome:
     kv_cache_tokens: int = 0
     preemptions: int = 0
     prefix_cache_hit_rate: float = 0.0
+    peak_running: int = 0  # the most requests running at once
+    peak_kv_usage: float = 0.0  # the highest KV-cache usage (0-1)
     duration_s: float = 0.0
     steps: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
@@ -182,7 +184,8 @@ def _run(cfg: EngineConfig, shape: ModelShape, gpu: GpuProfile, consts: EngineCo
         mean_itl_ms=float(np.mean(itl)) * 1000 if len(itl) else math.nan,
         p99_ttft_ms=_pct(ttft, 99), median_ttft_ms=_pct(ttft, 50),
         kv_cache_tokens=plan.kv_cache_tokens, preemptions=core.preemptions,
-        prefix_cache_hit_rate=r["hit_rate"], duration_s=r["duration_s"], steps=core.steps)
+        prefix_cache_hit_rate=r["hit_rate"], peak_running=core.peak_running,
+        peak_kv_usage=core.peak_kv_usage, duration_s=r["duration_s"], steps=core.steps)
 
 
 # ---- the grid -------------------------------------------------------------------------
