@@ -36,7 +36,7 @@ def _toy(p):
     return [thr, itl], p["gpu_memory_utilization"] >= 0.6
 
 
-def _run(space, seed, n, workers=1, spread=None):
+def _run(space, seed, n, workers=1, spread=None, server=None):
     study = optuna.create_study(directions=["maximize", "minimize"],
                                 sampler=FrontSampler(SETTINGS, seed=seed))
     warm_start(study, space)
@@ -53,6 +53,8 @@ def _run(space, seed, n, workers=1, spread=None):
             t.set_user_attr("outcome", "infeasible")
         elif spread is not None:
             t.set_user_attr("spread", spread)
+        if starts and server is not None:
+            t.set_user_attr("server", server(t.params))
         study.tell(t, values if starts else [0.0, 1000.0])
     return study
 
@@ -192,6 +194,30 @@ def test_the_encoding_round_trips_the_space(space):
 def test_auto_is_the_front_sampler():
     assert isinstance(make_sampler("auto", 0), FrontSampler)
     assert isinstance(make_sampler("front", 0, front=SETTINGS), FrontSampler)
+
+
+def test_a_cap_the_engine_never_reached_is_not_moved_again(space):
+    """Forty-eight clients: more sequences than that never run, and the engine's report says
+    so; a configuration that only moves such a cap counts as measured."""
+    clients = 48
+
+    def report(p):
+        return {"running_peak": float(min(p["max_num_seqs"], clients)),
+                "kv_cache_usage_peak": 0.99, "preemptions": 0.0}
+    study = _run(space, 0, 24, server=report)
+    dists = space.distributions()
+    trials = [t for t in study.get_trials(deepcopy=False) if set(dists) <= set(t.params)]
+    echoes = 0
+    for i, t in enumerate(trials):
+        view = View(SETTINGS, trials[:i], study.directions, dists)
+        echoes += len(view.echoes)
+        if t.system_attrs.get(MOVE, {}).get("kind") == "model":
+            assert view.fresh(view.enc.encode(t.params)[None])[0], t.params
+    assert echoes > 0
+    view = View(SETTINGS, trials, study.directions, dists)
+    top = next(x for i, x in view.echoes
+               if view.measured[i].params["max_num_seqs"] < dists["max_num_seqs"].high)
+    assert not view.fresh(top[None])[0]
 
 
 def test_the_tie_is_the_spread_of_the_trials_confirmation_runs(space):

@@ -65,6 +65,7 @@ from optuna.trial import FrozenTrial, TrialState
 
 from tuner import optuna_adapter
 from tuner.search.acquisition import end_improvement, expected_improvement, joint_draws
+from tuner.search.binding import unbound_moves
 from tuner.search.outputs import fit_power, inverse, relative
 from tuner.search.region import trust_region
 from tuner.search.steps import clip
@@ -312,6 +313,9 @@ class View:
                 and record_of(t).outcome != Outcome.DUPLICATE]
         self.measured = [t for t in told if started(t)]
         self.told = told
+        self.echoes = self.unbound()
+        if self.echoes:  # what a measured trial's engine showed it would measure alike
+            self.asked = np.vstack([self.asked, [x for _, x in self.echoes]])
         self.running = [t for t in trials if t.state == TrialState.RUNNING]
         self.default = next((t for t in trials if record_of(t).baseline == "default"),
                             None)
@@ -406,7 +410,8 @@ class View:
         X = np.array([self.enc.encode(origin(t, self.space)) for t in self.measured])
         values = np.maximum(np.abs(np.array([t.values for t in self.measured], float)), 1e-9)
         spread = self.spread()
-        fits = [fit_power(X, values[:, j], spread[j], self.cells) for j in range(2)]
+        Xe, ve = self.echoed(X, values)
+        fits = [fit_power(Xe, ve[:, j], spread[j], self.cells) for j in range(2)]
         gps = [gp for gp, _ in fits]
         self.powers = tuple(power for _, power in fits)
         running = np.array([self.enc.encode(t.params) for t in self.running]
@@ -489,6 +494,32 @@ class View:
             out.append(float(np.median(vals)) if vals else 0.0)
         return np.array(out[:2])
 
+    def unbound(self) -> list[tuple[int, np.ndarray]]:
+        """(index in ``measured``, encoded configuration) for each configuration that a
+        measured trial's engine showed would measure the same (``tuner.search.binding``:
+        a cap it never reached, moved), where the space's rules leave it as it is."""
+        out = []
+        for i, t in enumerate(self.measured):
+            here = origin(t, self.space)
+            for params in unbound_moves(here, record_of(t).server, self.space):
+                fixed = self.s.repair(dict(params)) if self.s.repair is not None else params
+                x = self.enc.encode(params)
+                if fixed is not None and np.allclose(self.enc.encode(fixed), x):
+                    out.append((i, x))
+        return out
+
+    def echoed(self, X: np.ndarray, y: np.ndarray, rows: np.ndarray | None = None
+               ) -> tuple[np.ndarray, np.ndarray]:
+        """The measured trials' data (``X``, ``y``: one row each) with the ``unbound``
+        configurations added, each with its trial's row of ``y``; ``rows``: the trials to
+        keep (bool each; default all)."""
+        keep = np.ones(len(X), bool) if rows is None else rows
+        echo = [(i, x) for i, x in self.echoes if keep[i]]
+        if not echo:
+            return X[keep], y[keep]
+        return (np.vstack([X[keep], [x for _, x in echo]]),
+                np.vstack([y[keep], [y[i] for i, _ in echo]]))
+
     def feasibility(self, running: np.ndarray):
         """P(started) x P(every SLO met) as a function of candidates: one process of
         +1/-1 (started or not) over every told trial, one per SLO constraint over the
@@ -499,11 +530,13 @@ class View:
         y = np.array([1.0 if started(t) else -1.0 for t in self.told])
         models.append(_probability(X, y, running, 0.01, self.cells))
         keys = sorted({k for t in self.measured for k in (t.constraints or {}) if k != STARTS})
+        Xm = np.array([self.enc.encode(origin(t, self.space)) for t in self.measured])
         for key in keys:
-            rows = [t for t in self.measured if key in (t.constraints or {})]
-            c = np.array([float(t.constraints[key]) for t in rows])
+            has = np.array([key in (t.constraints or {}) for t in self.measured])
+            c = np.array([float((t.constraints or {}).get(key, 0.0)) for t in self.measured])
+            Xc, c = self.echoed(Xm, c[:, None], has)
+            c = c[:, 0]
             scale = float(np.median(np.abs(c))) or 1.0
-            Xc = np.array([self.enc.encode(origin(t, self.space)) for t in rows])
             models.append(_probability(Xc, -np.sign(c) * np.log1p(np.abs(c) / scale),
                                        running, 1e-4, self.cells))
 

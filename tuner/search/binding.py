@@ -1,0 +1,81 @@
+"""Caps a measured trial's engine never reached, from its own report (pure).
+
+The load generator reads the server's ``/metrics`` over a run (``TrialRecord.server``,
+``tuner.loadgen.prometheus``): the peak of running requests, the peak KV-cache usage, the
+preemptions and the prefix cache's queries and hits. Where a cap was never reached, moving
+it further from what the engine used changes nothing the run did, so the trial would have
+measured the same with the cap moved:
+
+- ``max_num_seqs``: fewer requests ran at once than the cap allowed, at the peak; any cap
+  from just above that peak to the space's top schedules the same steps.
+- ``gpu_memory_utilization``: no preemption and the KV cache never nearly full; a larger
+  share only adds blocks nothing used. (A smaller one would shrink the cache by an amount
+  the report cannot tell: the weights' and activations' share is not in it.)
+- ``enable_prefix_caching``: on, queried, and no prompt tokens found cached; off, the
+  engine computes what it computed.
+
+A surrogate learns each flag's effect with one length scale over the whole space; a flag
+that is steep where it binds (a small cap) then looks uncertain everywhere, also where the
+engine shows it did nothing, and the acquisition spent trials re-measuring a configuration
+with such a flag moved (docs/search.md rounds 9 and 10). ``unbound_moves`` turns the report
+into those configurations, which the sampler counts as measured with the trial's values.
+
+The gauges are polled, so a short peak between polls can be missed: a cap counts as
+unreached only with the peak under ``MARGIN`` of it.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Mapping
+
+from optuna.distributions import BaseDistribution, CategoricalDistribution
+
+SEQS, MEMORY, PREFIX = "max_num_seqs", "gpu_memory_utilization", "enable_prefix_caching"
+BUDGET = "max_num_batched_tokens"
+MARGIN = 0.9  # a peak under 90% of a cap: the cap was never reached
+NO_HITS = 0.01  # a prefix-cache hit rate under 1%: nothing was found cached
+
+
+def unbound_moves(params: Mapping[str, Any], server: Mapping[str, float] | None,
+                  space: Mapping[str, BaseDistribution]) -> list[dict[str, Any]]:
+    """Configurations that differ from ``params`` (what a trial ran with, in the space's
+    terms) in one cap its engine's report ``server`` shows it never reached, moved to the
+    end of the range where it stays unreached; each would have measured the same. Only
+    flags the space searches; none without a report."""
+    if not server:
+        return []
+    out: list[dict[str, Any]] = []
+
+    def move(name: str, value: Any) -> None:
+        if value is not None and value != params[name]:
+            out.append({**params, name: value})
+
+    seqs = _numeric(space, SEQS)
+    peak = server.get("running_peak")
+    if seqs is not None and peak is not None and peak < MARGIN * params[SEQS]:
+        # vLLM wants the budget to cover the sequences: the top is the budget where it is
+        # smaller (the trial's budget stays as it ran)
+        top = min(seqs.high, params.get(BUDGET, seqs.high))
+        if top > params[SEQS]:
+            move(SEQS, top)
+        low = max(seqs.low, math.ceil(peak / MARGIN))
+        if low < params[SEQS]:
+            move(SEQS, low)
+    memory = _numeric(space, MEMORY)
+    usage = server.get("kv_cache_usage_peak")
+    if (memory is not None and usage is not None and usage < MARGIN
+            and server.get("preemptions", 0.0) == 0 and memory.high > params[MEMORY]):
+        move(MEMORY, memory.high)
+    prefix = space.get(PREFIX)
+    queries, hits = server.get("prefix_cache_queries", 0.0), server.get("prefix_cache_hits")
+    if (isinstance(prefix, CategoricalDistribution) and False in prefix.choices
+            and params.get(PREFIX) is True and queries > 0 and hits is not None
+            and hits < NO_HITS * queries):
+        move(PREFIX, False)
+    return out
+
+
+def _numeric(space: Mapping[str, BaseDistribution], name: str):
+    d = space.get(name)
+    return None if d is None or isinstance(d, CategoricalDistribution) or d.low >= d.high else d
