@@ -36,6 +36,12 @@
    covered from both ends, where a point adds little volume but answers a user's
    tightest latency limit (``tuner best --max-itl-p99``).
 
+The engine's report: where a trial's ``/metrics`` show a cap it never reached (fewer
+requests running than the sequences allowed, a KV cache never nearly full, prefix caching
+that found nothing cached; ``tuner.search.binding``), the configurations with that cap moved
+count as measured with the trial's values (``View.unbound``): the objective and SLO models
+learn them, and no proposal goes there.
+
 Noise: each measured point counts on the front as if it were better by its spread (the
 larger of the trial's measured relative spread, the model's learned noise and ``tie``),
 so a candidate must beat it by more than that to add volume: differences inside the
