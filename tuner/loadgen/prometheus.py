@@ -2,8 +2,9 @@
 
 Counters are read before and after the run and reported as deltas; the KV-cache usage and
 running-requests gauges are polled during the run and reported as their peaks (a peak well
-under a cap says the cap never bound: the search reads it, ``tuner.search.inert``). A metric the server does not export (or a
-server without ``/metrics``) is left out of the result, never an error.
+under a cap says the cap never bound: the search reads it, ``tuner.search.binding``). A
+metric the server does not export (or a server without ``/metrics``) is left out of the
+result, never an error.
 """
 
 from __future__ import annotations

@@ -31,6 +31,8 @@ from typing import Any, Mapping
 
 from optuna.distributions import BaseDistribution, CategoricalDistribution
 
+from tuner.search.steps import movable
+
 SEQS, MEMORY, PREFIX = "max_num_seqs", "gpu_memory_utilization", "enable_prefix_caching"
 BUDGET = "max_num_batched_tokens"
 MARGIN = 0.9  # a peak under 90% of a cap: the cap was never reached
@@ -77,5 +79,7 @@ def unbound_moves(params: Mapping[str, Any], server: Mapping[str, float] | None,
 
 
 def _numeric(space: Mapping[str, BaseDistribution], name: str):
+    """The flag's range when the space searches it as a number, else None."""
     d = space.get(name)
-    return None if d is None or isinstance(d, CategoricalDistribution) or d.low >= d.high else d
+    return d if d is not None and not isinstance(d, CategoricalDistribution) and movable(d) \
+        else None

@@ -62,6 +62,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
@@ -413,7 +414,7 @@ class View:
     def model(self, rng: np.random.Generator):
         if len(self.measured) < self.s.min_trials:
             return None
-        X = np.array([self.enc.encode(origin(t, self.space)) for t in self.measured])
+        X = self.measured_x
         values = np.maximum(np.abs(np.array([t.values for t in self.measured], float)), 1e-9)
         spread = self.spread()
         Xe, ve = self.echoed(X, values)
@@ -500,6 +501,12 @@ class View:
             out.append(float(np.median(vals)) if vals else 0.0)
         return np.array(out[:2])
 
+    @cached_property
+    def measured_x(self) -> np.ndarray:
+        """Where each measured trial ran (``origin``), encoded: one row each."""
+        return np.array([self.enc.encode(origin(t, self.space))
+                         for t in self.measured]).reshape(-1, len(self.enc.names))
+
     def unbound(self) -> list[tuple[int, np.ndarray]]:
         """(index in ``measured``, encoded configuration) for each configuration that a
         measured trial's engine showed would measure the same (``tuner.search.binding``:
@@ -536,11 +543,10 @@ class View:
         y = np.array([1.0 if started(t) else -1.0 for t in self.told])
         models.append(_probability(X, y, running, 0.01, self.cells))
         keys = sorted({k for t in self.measured for k in (t.constraints or {}) if k != STARTS})
-        Xm = np.array([self.enc.encode(origin(t, self.space)) for t in self.measured])
         for key in keys:
             has = np.array([key in (t.constraints or {}) for t in self.measured])
             c = np.array([float((t.constraints or {}).get(key, 0.0)) for t in self.measured])
-            Xc, c = self.echoed(Xm, c[:, None], has)
+            Xc, c = self.echoed(self.measured_x, c[:, None], has)
             c = c[:, 0]
             scale = float(np.median(np.abs(c))) or 1.0
             models.append(_probability(Xc, -np.sign(c) * np.log1p(np.abs(c) / scale),
