@@ -15,12 +15,11 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from tuner.runner import proctree
 from tuner.runner.gpulock import GpuBusyError
 from tuner.service.launch import launch
 from tuner.service.workers import views
 from tuner.study import create_study, load_study_file, open_study
-from tuner.testing.worker_procs import start_worker, wait_for
+from tuner.testing.worker_procs import start_worker, stop, wait_for
 
 STUDY = '''
 [model]
@@ -50,14 +49,9 @@ def live_workers(names, url) -> list:
     return out
 
 
-def stop_all(pids, sig=15) -> None:
+def stop_all(pids, sig=15, log=None) -> None:
     for pid in pids:
-        try:
-            os.kill(pid, sig)
-        except ProcessLookupError:
-            pass
-    for pid in pids:
-        assert wait_for(lambda: not proctree.alive(pid), 60), f"worker {pid} did not stop"
+        stop(pid, log, sig)
 
 
 def test_two_concurrent_launches_on_one_gpu_start_exactly_one_worker(study_file, tmp_path,
@@ -114,9 +108,9 @@ def test_a_worker_of_another_study_is_refused_naming_the_holder(study_file, tmp_
         # GPU 1 was not kept by the refused worker: another takes it.
         third = start_worker("b", url, "1", env=env, log=tmp_path / "c.log")
         assert wait_for(lambda: live_workers(("b",), url), 60), (tmp_path / "c.log").read_text()
-        stop_all([third.pid])
+        stop_all([third.pid], log=tmp_path / "c.log")
     finally:
-        stop_all([first.pid])
+        stop_all([first.pid], log=tmp_path / "a.log")
     assert first.wait(60) == 130  # stopped by SIGTERM
 
 

@@ -178,9 +178,15 @@ def test_ctrl_c_stops_the_server_and_queues_the_trial_again(study_file, tmp_path
     # The phase the test waits for is published by the heartbeat thread: beat often, and
     # make the benchmark long, so the interrupt lands in it and not after the last trial.
     sim_study(study_file, url, name="c", n=2000, trials=3, scale=1)
-    proc = start_worker("c", url, env={"TUNER_HOME": str(tmp_path), "TUNER_HEARTBEAT_S": "1"})
+    log = tmp_path / "c.log"
+    proc = start_worker("c", url, env={"TUNER_HOME": str(tmp_path), "TUNER_HEARTBEAT_S": "1"},
+                        log=log)
     with ServerWatcher([proc.pid]) as watcher:
         assert wait_for(lambda: _running_phase(url, "c"), 60)
+        # SIGUSR1 asks a worker where it is: every thread's stack in its log, and it goes on.
+        proc.send_signal(signal.SIGUSR1)
+        assert wait_for(lambda: "tuner/runner/worker.py\", line" in log.read_text(), 30)
+        assert "most recent call first" in log.read_text() and proc.poll() is None
         assert interrupt(proc, signal.SIGINT) == 130
     assert watcher.seen and not any(proctree.alive(p) for p in watcher.seen)
     assert not [p for p in proctree.descendants(os.getpid())

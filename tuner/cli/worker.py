@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import logging
+import signal
 
 from tuner.cli.study import add_storage_flag
 from tuner.durations import parse_duration
@@ -44,6 +46,9 @@ def run_worker(study: str, url: str, gpus: tuple[int, ...], n_trials: int | None
     if len(gpus) < spec.model.tensor_parallel_size:
         raise UsageError(f"study {study} needs {spec.model.tensor_parallel_size} GPUs per "
                          f"server (tensor parallel) but --gpus gives {len(gpus)}")
+    # A worker that seems stuck says where: `kill -USR1 PID` writes every thread's stack to
+    # its standard error (the log) and the worker goes on.
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     with GpuLocks(gpus, study):  # held until the worker ends, whatever ends it
         log.info("worker %s on study %s (%s), engine %s", gpus, study, mask(url),
                  spec.engine.kind)

@@ -70,6 +70,26 @@ def wait_for(predicate, timeout_s: float, poll_s: float = 0.2):
     return predicate()
 
 
+def stop(pid: int, log: Path | None = None, sig: int = signal.SIGTERM,
+         timeout_s: float = 60) -> None:
+    """Signal a worker and wait until it is gone; if it is not, fail with where it is (its
+    threads' stacks, asked with SIGUSR1, see `tuner.cli.worker`) and the tail of its log."""
+    try:
+        os.kill(pid, sig)
+    except ProcessLookupError:
+        return
+    if wait_for(lambda: not proctree.alive(pid), timeout_s):
+        return
+    try:
+        os.kill(pid, signal.SIGUSR1)
+    except ProcessLookupError:
+        return
+    time.sleep(2)
+    tail = log.read_text(errors="replace")[-6000:] if log and log.exists() else "(no log)"
+    raise AssertionError(f"worker {pid} did not stop within {timeout_s:.0f} s of signal "
+                         f"{sig}; its log ends:\n{tail}")
+
+
 def interrupt(proc: subprocess.Popen, sig: int = signal.SIGINT, timeout_s: float = 60) -> int:
     proc.send_signal(sig)
     return proc.wait(timeout=timeout_s)
