@@ -71,6 +71,7 @@ def test_metrics_export_what_the_worker_reads(tiny_server):
     names = {line.split("{")[0].split(" ")[0] for line in text.splitlines()
              if line.startswith("vllm:")}
     assert {"vllm:num_preemptions_total", "vllm:kv_cache_usage_perc",
+            "vllm:num_requests_running",
             "vllm:prefix_cache_queries_total", "vllm:prefix_cache_hits_total"} <= names
 
 

