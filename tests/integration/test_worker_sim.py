@@ -1,6 +1,7 @@
 """The trial runner end to end on the simulator: real `tuner worker` processes, real
 `tuner sim serve` servers, real HTTP, real storage (SQLite and PostgreSQL)."""
 
+import contextlib
 import os
 import signal
 import time
@@ -169,6 +170,17 @@ def test_killed_worker_is_failed_by_heartbeat_and_another_continues(storage_url,
     assert retried[0].state == TrialState.COMPLETE
 
 
+@contextlib.contextmanager
+def _killed_on_failure(proc):
+    """A failed assertion must not leave the worker (its own session) running."""
+    try:
+        yield
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
 def _children(pid):
     return set(proctree.descendants(pid))
 
@@ -181,7 +193,7 @@ def test_ctrl_c_stops_the_server_and_queues_the_trial_again(study_file, tmp_path
     log = tmp_path / "c.log"
     proc = start_worker("c", url, env={"TUNER_HOME": str(tmp_path), "TUNER_HEARTBEAT_S": "1"},
                         log=log)
-    with ServerWatcher([proc.pid]) as watcher:
+    with ServerWatcher([proc.pid]) as watcher, _killed_on_failure(proc):
         assert wait_for(lambda: _running_phase(url, "c"), 60)
         # SIGUSR1 asks a worker where it is: every thread's stack in its log, and it goes on.
         proc.send_signal(signal.SIGUSR1)
