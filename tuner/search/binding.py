@@ -7,7 +7,11 @@ it further from what the engine used changes nothing the run did, so the trial w
 measured the same with the cap moved:
 
 - ``max_num_seqs``: fewer requests ran at once than the cap allowed, at the peak; any cap
-  from just above that peak to the space's top schedules the same steps.
+  from just above that peak to the space's top schedules the same steps. But when the
+  launch leaves the CUDA-graph capture size to vLLM, the sequences also set it (twice the
+  cap, at most 512 tokens): a step larger than it runs without a graph, so a cap is moved
+  only as far as the graphs still cover every step that they covered (the same size, or
+  one at least the token budget, which no step exceeds; nothing with ``--enforce-eager``).
 - ``gpu_memory_utilization``: no preemption and the KV cache never nearly full; a larger
   share only adds blocks nothing used. (A smaller one would shrink the cache by an amount
   the report cannot tell: the weights' and activations' share is not in it.)
@@ -40,13 +44,17 @@ NO_HITS = 0.01  # a prefix-cache hit rate under 1%: nothing was found cached
 
 
 def unbound_moves(params: Mapping[str, Any], server: Mapping[str, float] | None,
-                  space: Mapping[str, BaseDistribution]) -> list[dict[str, Any]]:
+                  space: Mapping[str, BaseDistribution],
+                  flags: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
     """Configurations that differ from ``params`` (what a trial ran with, in the space's
     terms) in one cap its engine's report ``server`` shows it never reached, moved to the
     end of the range where it stays unreached; each would have measured the same. Only
-    flags the space searches; none without a report."""
+    flags the space searches; none without a report. ``flags``: every flag the trial ran
+    with (``TrialRecord.flags``), for those the space does not search (vLLM's defaults
+    where absent)."""
     if not server:
         return []
+    ran = {**(flags or {}), **params}
     out: list[dict[str, Any]] = []
 
     def move(name: str, value: Any) -> None:
@@ -58,10 +66,14 @@ def unbound_moves(params: Mapping[str, Any], server: Mapping[str, float] | None,
     if seqs is not None and peak is not None and peak < MARGIN * params[SEQS]:
         # vLLM wants the budget to cover the sequences: the top is the budget where it is
         # smaller (the trial's budget stays as it ran)
-        top = min(seqs.high, params.get(BUDGET, seqs.high))
+        top = min(seqs.high, ran.get(BUDGET, seqs.high))
+        low = max(seqs.low, math.ceil(peak / MARGIN))
+        graphs = _graph_floor(ran, params[SEQS])
+        if graphs is None:  # the graphs cover fewer tokens with any other cap
+            top = low = params[SEQS]
         if top > params[SEQS]:
             move(SEQS, top)
-        low = max(seqs.low, math.ceil(peak / MARGIN))
+        low = max(low, graphs or 0)
         if low < params[SEQS]:
             move(SEQS, low)
     memory = _numeric(space, MEMORY)
@@ -76,6 +88,27 @@ def unbound_moves(params: Mapping[str, Any], server: Mapping[str, float] | None,
             and hits < NO_HITS * queries):
         move(PREFIX, False)
     return out
+
+
+def cudagraph_capture_size(max_num_seqs: int) -> int:
+    """The largest step (in tokens) that runs as a CUDA graph when the launch leaves the
+    capture size to vLLM: min(2 * max_num_seqs, 512) in 0.24 and 0.32
+    (config/compilation.py), as ``tuner.space.defaults.resolve_launch`` records it."""
+    return min(2 * int(max_num_seqs), 512)
+
+
+def _graph_floor(ran: Mapping[str, Any], seqs: int) -> int | None:
+    """The smallest sequence cap whose CUDA graphs cover every step that ``seqs``'s covered
+    (0: any cap, as with ``--enforce-eager`` or a capture size the launch gives), or None
+    when only ``seqs`` itself does: below 256 sequences each cap captures a different size,
+    unless both sizes reach the token budget."""
+    if ran.get("enforce_eager") or "max_cudagraph_capture_size" in ran:
+        return 0
+    covered = min(cudagraph_capture_size(seqs), ran.get(BUDGET, math.inf))
+    full = min(cudagraph_capture_size(10**9), ran.get(BUDGET, math.inf))
+    if covered < full:
+        return None
+    return math.ceil(full / 2)
 
 
 def _numeric(space: Mapping[str, BaseDistribution], name: str):

@@ -514,7 +514,8 @@ class View:
         out = []
         for i, t in enumerate(self.measured):
             here = origin(t, self.space)
-            for params in unbound_moves(here, record_of(t).server, self.space):
+            told = record_of(t)
+            for params in unbound_moves(here, told.server, self.space, told.flags):
                 fixed = self.s.repair(dict(params)) if self.s.repair is not None else params
                 x = self.enc.encode(params)
                 if fixed is not None and np.allclose(self.enc.encode(fixed), x):
