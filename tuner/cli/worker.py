@@ -6,6 +6,7 @@ import argparse
 import faulthandler
 import logging
 import signal
+import sys
 
 from tuner.cli.study import add_storage_flag
 from tuner.durations import parse_duration
@@ -46,9 +47,7 @@ def run_worker(study: str, url: str, gpus: tuple[int, ...], n_trials: int | None
     if len(gpus) < spec.model.tensor_parallel_size:
         raise UsageError(f"study {study} needs {spec.model.tensor_parallel_size} GPUs per "
                          f"server (tensor parallel) but --gpus gives {len(gpus)}")
-    # A worker that seems stuck says where: `kill -USR1 PID` writes every thread's stack to
-    # its standard error (the log) and the worker goes on.
-    faulthandler.register(signal.SIGUSR1, all_threads=True)
+    _stacks_on_sigusr1()
     with GpuLocks(gpus, study):  # held until the worker ends, whatever ends it
         log.info("worker %s on study %s (%s), engine %s", gpus, study, mask(url),
                  spec.engine.kind)
@@ -56,6 +55,16 @@ def run_worker(study: str, url: str, gpus: tuple[int, ...], n_trials: int | None
     told = ", ".join(f"{v} {k}" for k, v in sorted(summary.told.items())) or "no trials"
     log.info("worker done: %s; %s", told, summary.reason)
     return 130 if summary.reason == "interrupted" else 0
+
+
+def _stacks_on_sigusr1() -> None:
+    """A worker that seems stuck says where: `kill -USR1 PID` writes every thread's stack to
+    the process's standard error (the worker's log) and the worker goes on. Not where that
+    stream has no file descriptor (a worker run inside another program, as tests do)."""
+    try:
+        faulthandler.register(signal.SIGUSR1, file=sys.__stderr__, all_threads=True)
+    except (AttributeError, ValueError, OSError):
+        log.debug("no stack dump on SIGUSR1: standard error has no file descriptor")
 
 
 def _run(args: argparse.Namespace) -> int:
