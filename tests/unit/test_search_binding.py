@@ -76,3 +76,10 @@ def test_only_flags_the_space_searches():
     report = {"running_peak": 10.0, "kv_cache_usage_peak": 0.1, "preemptions": 0.0,
               "prefix_cache_queries": 10.0, "prefix_cache_hits": 0.0}
     assert unbound_moves(RAN, report, fixed) == []
+
+
+def test_gauges_that_saw_nothing_move_no_cap():
+    """Seen on the vLLM CPU build under load: a run that served 24 requests reported a peak
+    of 0 running and 0 KV usage (the API process lagged its engine): no evidence of slack."""
+    blind = {**QUIET, "running_peak": 0.0, "kv_cache_usage_peak": 0.0}
+    assert unbound_moves(RAN, blind, SPACE, EAGER) == []

@@ -63,7 +63,9 @@ def unbound_moves(params: Mapping[str, Any], server: Mapping[str, float] | None,
 
     seqs = _numeric(space, SEQS)
     peak = server.get("running_peak")
-    if seqs is not None and peak is not None and peak < MARGIN * params[SEQS]:
+    # a gauge polled as 0 over a run that served requests saw nothing (the CPU build's API
+    # process can lag its engine by the whole of a short run): it tells no cap
+    if seqs is not None and peak is not None and 1 <= peak < MARGIN * params[SEQS]:
         # vLLM wants the budget to cover the sequences: the top is the budget where it is
         # smaller (the trial's budget stays as it ran)
         top = min(seqs.high, ran.get(BUDGET, seqs.high))
@@ -78,7 +80,7 @@ def unbound_moves(params: Mapping[str, Any], server: Mapping[str, float] | None,
             move(SEQS, low)
     memory = _numeric(space, MEMORY)
     usage = server.get("kv_cache_usage_peak")
-    if (memory is not None and usage is not None and usage < MARGIN
+    if (memory is not None and usage is not None and 0 < usage < MARGIN
             and server.get("preemptions", 0.0) == 0 and memory.high > params[MEMORY]):
         move(MEMORY, memory.high)
     prefix = space.get(PREFIX)
