@@ -39,6 +39,7 @@ from tuner.search.steps import movable
 
 SEQS, MEMORY, PREFIX = "max_num_seqs", "gpu_memory_utilization", "enable_prefix_caching"
 BUDGET = "max_num_batched_tokens"
+CAPTURE_TOP = 512  # vLLM's largest default CUDA-graph capture size, in tokens
 MARGIN = 0.9  # a peak under 90% of a cap: the cap was never reached
 NO_HITS = 0.01  # a prefix-cache hit rate under 1%: nothing was found cached
 
@@ -68,16 +69,14 @@ def unbound_moves(params: Mapping[str, Any], server: Mapping[str, float] | None,
     if seqs is not None and peak is not None and 1 <= peak < MARGIN * params[SEQS]:
         # vLLM wants the budget to cover the sequences: the top is the budget where it is
         # smaller (the trial's budget stays as it ran)
-        top = min(seqs.high, ran.get(BUDGET, seqs.high))
-        low = max(seqs.low, math.ceil(peak / MARGIN))
         graphs = _graph_floor(ran, params[SEQS])
-        if graphs is None:  # the graphs cover fewer tokens with any other cap
-            top = low = params[SEQS]
-        if top > params[SEQS]:
-            move(SEQS, top)
-        low = max(low, graphs or 0)
-        if low < params[SEQS]:
-            move(SEQS, low)
+        if graphs is not None:  # None: the graphs cover other tokens with any other cap
+            top = min(seqs.high, ran.get(BUDGET, seqs.high))
+            if top > params[SEQS]:
+                move(SEQS, top)
+            low = max(seqs.low, math.ceil(peak / MARGIN), graphs)
+            if low < params[SEQS]:
+                move(SEQS, low)
     memory = _numeric(space, MEMORY)
     usage = server.get("kv_cache_usage_peak")
     if (memory is not None and usage is not None and 0 < usage < MARGIN
@@ -96,7 +95,7 @@ def cudagraph_capture_size(max_num_seqs: int) -> int:
     """The largest step (in tokens) that runs as a CUDA graph when the launch leaves the
     capture size to vLLM: min(2 * max_num_seqs, 512) in 0.24 and 0.32
     (config/compilation.py), as ``tuner.space.defaults.resolve_launch`` records it."""
-    return min(2 * int(max_num_seqs), 512)
+    return min(2 * int(max_num_seqs), CAPTURE_TOP)
 
 
 def _graph_floor(ran: Mapping[str, Any], seqs: int) -> int | None:
@@ -107,7 +106,7 @@ def _graph_floor(ran: Mapping[str, Any], seqs: int) -> int | None:
     if ran.get("enforce_eager") or "max_cudagraph_capture_size" in ran:
         return 0
     covered = min(cudagraph_capture_size(seqs), ran.get(BUDGET, math.inf))
-    full = min(cudagraph_capture_size(10**9), ran.get(BUDGET, math.inf))
+    full = min(CAPTURE_TOP, ran.get(BUDGET, math.inf))
     if covered < full:
         return None
     return math.ceil(full / 2)
