@@ -36,10 +36,10 @@ from typing import Any, Mapping
 from optuna.distributions import BaseDistribution, CategoricalDistribution
 
 from tuner.search.steps import movable
+from tuner.space.defaults import CAPTURE_TOP, cudagraph_capture_size
 
 SEQS, MEMORY, PREFIX = "max_num_seqs", "gpu_memory_utilization", "enable_prefix_caching"
 BUDGET = "max_num_batched_tokens"
-CAPTURE_TOP = 512  # vLLM's largest default CUDA-graph capture size, in tokens
 MARGIN = 0.9  # a peak under 90% of a cap: the cap was never reached
 NO_HITS = 0.01  # a prefix-cache hit rate under 1%: nothing was found cached
 
@@ -89,13 +89,6 @@ def unbound_moves(params: Mapping[str, Any], server: Mapping[str, float] | None,
             and hits < NO_HITS * queries):
         move(PREFIX, False)
     return out
-
-
-def cudagraph_capture_size(max_num_seqs: int) -> int:
-    """The largest step (in tokens) that runs as a CUDA graph when the launch leaves the
-    capture size to vLLM: min(2 * max_num_seqs, 512) in 0.24 and 0.32
-    (config/compilation.py), as ``tuner.space.defaults.resolve_launch`` records it."""
-    return min(2 * int(max_num_seqs), CAPTURE_TOP)
 
 
 def _graph_floor(ran: Mapping[str, Any], seqs: int) -> int | None:

@@ -10,6 +10,15 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+CAPTURE_TOP = 512  # vLLM's largest default CUDA-graph capture size, in tokens
+
+
+def cudagraph_capture_size(max_num_seqs: int) -> int:
+    """The largest step (in tokens) that runs as a CUDA graph when the launch leaves the
+    capture size to vLLM: min(2 * max_num_seqs, 512) in 0.24 (config/compilation.py) and
+    0.32 (capped at 512)."""
+    return min(2 * int(max_num_seqs), CAPTURE_TOP)
+
 
 def batch_defaults(gpu_memory_gib: float, gpu_name: str) -> tuple[int, int]:
     """(max_num_batched_tokens, max_num_seqs) that vLLM's API server picks on this device."""
@@ -39,8 +48,7 @@ def vllm_defaults(model_max_len: int, gpu_memory_gib: float, gpu_name: str,
         "kv_cache_dtype": "auto",
         "tensor_parallel_size": tensor_parallel_size,
         **V1_DEFAULTS,
-        # 0.24: min(2 * max_num_seqs, 512) (config/compilation.py); 0.32: capped at 512
-        "max_cudagraph_capture_size": min(2 * seqs, 512),
+        "max_cudagraph_capture_size": cudagraph_capture_size(seqs),
     }
 
 
@@ -62,7 +70,7 @@ def resolve_launch(launch: Mapping[str, Any], defaults: Mapping[str, Any]) -> di
         flags["max_num_seqs"] = min(int(defaults["max_num_seqs"]),
                                     int(flags["max_num_batched_tokens"]))
     if "max_cudagraph_capture_size" not in launch and "max_cudagraph_capture_size" in defaults:
-        flags["max_cudagraph_capture_size"] = min(2 * int(flags["max_num_seqs"]), 512)
+        flags["max_cudagraph_capture_size"] = cudagraph_capture_size(flags["max_num_seqs"])
     return flags
 
 
