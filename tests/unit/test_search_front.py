@@ -249,14 +249,25 @@ def _prefix_costs(p):
     return [thr / 2 if p["enable_prefix_caching"] else thr, itl], starts
 
 
-@pytest.mark.parametrize("rules, toy, parents", [("article", _toy, 2), ("vllm-v1", _toy, 1),
-                                                 ("article", _prefix_costs, 1)])
-def test_probes_also_run_where_the_rules_keep_what_they_take_from_the_default(
+def _unchunked_costs(p):
+    """The toy, where running without chunked prefill halves the throughput and doubles
+    the ITL."""
+    (thr, itl), starts = _toy(p)
+    return ([thr, itl] if p["enable_chunked_prefill"] else [thr / 2, itl * 2]), starts
+
+
+@pytest.mark.parametrize("rules, toy, parents", [("article", _toy, 2), ("vllm-v1", _toy, 2),
+                                                 ("article", _prefix_costs, 1),
+                                                 ("vllm-v1", _unchunked_costs, 1)])
+def test_probes_also_run_from_the_baseline_in_a_regime_the_defaults_probes_never_reach(
         study_file, rules, toy, parents):
-    """The article's rules turn the default's prefix caching off (it runs with chunked
-    prefill), so its probes never use prefix caching: the probes then also move from the
-    article's launch without chunked prefill, which keeps it, unless a trial without
-    prefix caching already beats that launch on both objectives. vllm-v1 takes nothing."""
+    """The default's probes keep its categorical flags. The article's rules turn its prefix
+    caching off (it runs with chunked prefill), so they never use prefix caching; the
+    probes then also move from the article's launch without chunked prefill, which keeps
+    it, unless a trial without prefix caching already beats that launch on both
+    objectives. vLLM's own rules take nothing from the default, but its probes never leave
+    chunked prefill, a mode switch (``Param.mode``): they also move from that launch,
+    unless a chunked trial (the default's included) already beats it."""
     space = _article_space(study_file, rules)
     settings = FrontSettings.for_study(load_study_file(study_file(
         f'[model]\npath = "models/llama3-8b"\n[space]\nrules = "{rules}"\n')), space)

@@ -10,12 +10,15 @@
    budget, a quarter of the sequences, and the one-flag moves mirrored (four times the
    budget, four times the sequences, where the space has room). Each factor is jittered by
    the seed (up to ``jitter`` on a log scale), so seeds run different trajectories;
-   parallel workers take distinct probes. When the space's rules move the default's own
-   configuration into another categorical cell (the article's rules turn vLLM's default
-   prefix caching off, since it runs with chunked prefill), the probes would never run in
-   the default's cell; they then also move from each started baseline in a cell of its own
-   (``View.parents``: the article's launch without chunked prefill, with prefix caching),
-   unless a measured trial without that value already beats it on both objectives.
+   parallel workers take distinct probes. The probes keep the default's categorical flags,
+   so they also move from the baselines that run where the default's probes never go
+   (``View.parents``): when the space's rules move the default's own configuration into
+   another categorical cell (the article's rules turn vLLM's default prefix caching off,
+   since it runs with chunked prefill), each started baseline in a cell of its own that
+   keeps the value they took (the article's launch without chunked prefill, with prefix
+   caching); when they leave it as it is (vLLM's own rules), each started baseline in
+   another mode (``Param.mode``: the same launch, without chunked prefill); unless a
+   measured trial on the other side already beats it on both objectives.
 2. then, once ``min_trials`` trials measured, a **model**: one Gaussian process per
    objective (on the Box-Cox power of its values that the likelihood prefers, the log
    or another, ``tuner.search.outputs``; ``tuner.search.surrogate``; a mode switch such as
@@ -367,36 +370,45 @@ class View:
         prefix caching, since vLLM's default also runs chunked prefill), each started
         baseline that keeps what they took and that the rules leave as it is (the article's
         launch without chunked prefill), so the probes run where that value is allowed;
-        none that a measured trial without it already beats on both objectives."""
+        when they take nothing, each started baseline that the rules leave as it is in a
+        mode (``FrontSettings.cells``) no parent runs, so the probes cover both sides of a
+        mode switch; none that a measured trial on the other side already beats on both
+        objectives (the default counts when the rules took nothing from it)."""
         if self.default is None or not started(self.default):
             return []
         here = origin(self.default, self.space)
         mine, fixed = self.cell(here), self.cell(here, True)
         taken = {n: v for n, v in mine.items() if fixed[n] != v}
         out, cells = [self.default], [mine]
-        if not self.s.regimes or not taken:
+        if not self.s.regimes:
             return out
         for t in self.trials:
             if t is self.default or not record_of(t).baseline or not started(t):
                 continue
-            if self.dominated(t, taken):
-                continue
             flags = origin(t, self.space)
             cell, repaired = self.cell(flags), self.cell(flags, True)
-            # keeps what the rules took, as the rules leave it, in a cell no parent has
-            if all(repaired[n] == v == cell[n] for n, v in taken.items()) and cell not in cells:
+            if taken:  # keeps what the rules took, as the rules leave it
+                apart = taken
+                keeps = all(repaired[n] == v == cell[n] for n, v in taken.items())
+            else:  # in a mode no parent runs, as the rules leave it
+                apart = {n: cell[n] for n in self.s.cells if n in cell}
+                keeps = bool(apart) and repaired == cell and all(
+                    any(c[n] != v for n, v in apart.items()) for c in cells)
+            if keeps and cell not in cells and not self.dominated(t, apart, bool(taken)):
                 out.append(t)
                 cells.append(cell)
         return out
 
-    def dominated(self, t: FrozenTrial, taken: Mapping[str, Any]) -> bool:
+    def dominated(self, t: FrozenTrial, taken: Mapping[str, Any],
+                  changed: bool = True) -> bool:
         """Whether a measured trial without the ``taken`` values beats ``t`` on both
-        objectives: the rules' side of the choice already does better (the default's
-        values do not count: the rules change it, so they cannot be had)."""
+        objectives: the other side of the choice already does better (``changed``: the
+        rules change the default, so its values cannot be had and do not count)."""
         mine = np.where(self.maximise, -np.array(t.values), np.array(t.values))
         for other in self.measured:
             flags = self.cell(origin(other, self.space))
-            if other is self.default or all(flags[n] == v for n, v in taken.items()):
+            if (changed and other is self.default) or all(flags[n] == v
+                                                          for n, v in taken.items()):
                 continue
             theirs = np.where(self.maximise, -np.array(other.values), np.array(other.values))
             if (theirs <= mine).all() and (theirs < mine).any():
