@@ -199,7 +199,7 @@ def test_ctrl_c_stops_the_server_and_queues_the_trial_again(study_file, tmp_path
         proc.send_signal(signal.SIGUSR1)
         assert wait_for(lambda: "tuner/runner/worker.py\", line" in log.read_text(), 30)
         assert "most recent call first" in log.read_text() and proc.poll() is None
-        assert interrupt(proc, signal.SIGINT) == 130
+        assert interrupt(proc, signal.SIGINT, log=log) == 130
     assert watcher.seen and not any(proctree.alive(p) for p in watcher.seen)
     assert not [p for p in proctree.descendants(os.getpid())
                 if "tuner.sim" in proctree.cmdline(p) or "worker" in proctree.cmdline(p)]

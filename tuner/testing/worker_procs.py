@@ -80,6 +80,23 @@ def stop(pid: int, log: Path | None = None, sig: int = signal.SIGTERM,
         return
     if wait_for(lambda: not proctree.alive(pid), timeout_s):
         return
+    _still_running(pid, log, sig, timeout_s)
+
+
+def interrupt(proc: subprocess.Popen, sig: int = signal.SIGINT, timeout_s: float = 60,
+              log: Path | None = None) -> int:
+    """Signal a worker started by ``start_worker`` and return its exit code; if it has not
+    exited within ``timeout_s``, fail as ``stop`` does, with its stacks and log tail."""
+    proc.send_signal(sig)
+    try:
+        return proc.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        _still_running(proc.pid, log, sig, timeout_s)
+        return proc.wait(timeout=5)  # it exited just as the time ran out
+
+
+def _still_running(pid: int, log: Path | None, sig: int, timeout_s: float) -> None:
+    """Ask a worker that outlived its stop where it is (SIGUSR1) and fail with its log."""
     try:
         os.kill(pid, signal.SIGUSR1)
     except ProcessLookupError:
@@ -88,8 +105,3 @@ def stop(pid: int, log: Path | None = None, sig: int = signal.SIGTERM,
     tail = log.read_text(errors="replace")[-6000:] if log and log.exists() else "(no log)"
     raise AssertionError(f"worker {pid} did not stop within {timeout_s:.0f} s of signal "
                          f"{sig}; its log ends:\n{tail}")
-
-
-def interrupt(proc: subprocess.Popen, sig: int = signal.SIGINT, timeout_s: float = 60) -> int:
-    proc.send_signal(sig)
-    return proc.wait(timeout=timeout_s)
