@@ -91,8 +91,10 @@ def interrupt(proc: subprocess.Popen, sig: int = signal.SIGINT, timeout_s: float
     try:
         return proc.wait(timeout=timeout_s)
     except subprocess.TimeoutExpired:
+        if proc.poll() is not None:  # it exited just as the time ran out (a zombie till
+            return proc.returncode   # reaped: SIGUSR1 would still reach it)
         _still_running(proc.pid, log, sig, timeout_s)
-        return proc.wait(timeout=5)  # it exited just as the time ran out
+        return proc.wait(timeout=5)
 
 
 def _still_running(pid: int, log: Path | None, sig: int, timeout_s: float) -> None:
