@@ -6,6 +6,7 @@ import asyncio
 
 import pytest
 
+from tuner.loadgen.cancel import cancel_and_wait
 from tuner.loadgen.http1 import _within
 
 pytestmark = pytest.mark.unit
@@ -34,5 +35,38 @@ def test_a_reply_in_time_is_returned_and_a_late_one_times_out():
         assert await _within(fut, 5) == "reply"
         with pytest.raises(TimeoutError):
             await _within(loop.create_future(), 0.01)
+
+    asyncio.run(main())
+
+
+def test_stopping_a_helper_task_does_not_swallow_the_stoppers_own_cancellation():
+    """A probe's stop() awaits its cancelled task; a Ctrl-C that cancels the benchmark
+    during that wait must still end the benchmark."""
+    async def helper():
+        try:
+            await asyncio.sleep(10)
+        finally:
+            await asyncio.sleep(0.05)  # a cleanup that takes a moment
+
+    async def stopper(task, after):
+        await cancel_and_wait(task)
+        after.append("went on")
+
+    async def main():
+        after: list[str] = []
+        task = asyncio.create_task(helper())
+        await asyncio.sleep(0)
+        outer = asyncio.create_task(stopper(task, after))
+        await asyncio.sleep(0.01)  # outer now waits for the helper's cleanup
+        outer.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await outer
+        assert after == [] and task.cancelled()
+
+        alone = asyncio.create_task(helper())
+        await asyncio.sleep(0)
+        await cancel_and_wait(alone)  # the helper's own cancellation is not raised
+        assert alone.cancelled()
+        await cancel_and_wait(None)
 
     asyncio.run(main())

@@ -9,10 +9,11 @@ including the reads that timestamp tokens).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 
 import numpy as np
+
+from tuner.loadgen.cancel import cancel_and_wait
 
 
 class LoopLagProbe:
@@ -34,10 +35,7 @@ class LoopLagProbe:
         self._task = asyncio.create_task(self._run())
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        await cancel_and_wait(self._task)
 
 
 def lag_stats(prefix: str, samples_s: list[float]) -> dict[str, float]:

@@ -10,9 +10,10 @@ result, never an error.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 
 import aiohttp
+
+from tuner.loadgen.cancel import cancel_and_wait
 
 COUNTERS = {
     "preemptions": "vllm:num_preemptions_total",
@@ -94,7 +95,4 @@ class GaugePoller:
         self._task = asyncio.create_task(self._loop())
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        await cancel_and_wait(self._task)
