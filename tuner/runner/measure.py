@@ -25,7 +25,7 @@ from tuner.loadgen.spec import DEFAULT_VOCAB_SIZE
 from tuner.runner import confirm as confirmation
 from tuner.runner import crosscheck, engine, gpu, logparse, startlog
 from tuner.runner.guard import Guard
-from tuner.runner.interrupts import deferred_interrupts
+from tuner.runner.interrupts import deferred_interrupts, run_interruptible
 from tuner.runner.ports import free_port
 from tuner.runner.server import Server
 from tuner.study.spec import StudySpec
@@ -211,7 +211,7 @@ def _benchmark(spec: StudySpec, server: Server, base: TrialRecord, phases: dict,
     rejected: list[str] = []
     try:
         for attempt in range(1 + INVALID_RETRIES):
-            result = asyncio.run(_watched_benchmark(server, spec, phase, attempt))
+            result = run_interruptible(_watched_benchmark(server, spec, phase, attempt))
             invalid = result.invalid_for(told_metrics(spec))
             if invalid is None or not result.metrics.get("completed"):
                 break
@@ -268,7 +268,7 @@ def _confirm(spec: StudySpec, server: Server, told: TrialRecord, n: int,
     for k in range(n):
         phase(f"confirm {k + 1}/{n}")
         try:
-            result = asyncio.run(_watched_benchmark(server, spec, phase,
+            result = run_interruptible(_watched_benchmark(server, spec, phase,
                                                     1 + INVALID_RETRIES + k))
         except ServerDied as e:
             rejected.append(f"confirmation run: {e}")
