@@ -21,6 +21,7 @@ from typing import Any
 
 import optuna
 
+from search_slo import meets_slos
 from search_truth import Profile, Truth, point
 from tuner.runner.proposal import Proposal, propose
 from tuner import optuna_adapter
@@ -86,8 +87,9 @@ def _measure(profile: Profile, truth: Truth, prop: Proposal, base: TrialRecord,
 
 def run_one(profile: Profile, truth: Truth, c: Contender, seed: int,
             n_trials: int = 40, studies: list | None = None) -> dict[str, Any]:
-    """Trials in the order they finished: {"points": [[tok/s, p99 ITL] | None], "outcomes",
-    "moves" (what proposed each: "baseline", or the ``front:move`` kind and aim),
+    """Trials in the order they finished: {"points": [[tok/s, p99 ITL] | None], "slo"
+    (whether each point met the study's SLOs, as the runner's constraints read them; None
+    where nothing was measured), "outcomes", "moves" (what proposed each: "baseline", or the ``front:move`` kind and aim),
     "ask_ms", "duplicates", "stopped"}; the study is appended to ``studies`` when given
     (for diagnostics that read each trial's flags: ``search_moves.py``)."""
     warnings.filterwarnings("ignore")
@@ -103,6 +105,7 @@ def run_one(profile: Profile, truth: Truth, c: Contender, seed: int,
         warm_start(study, profile.space)
     dists = profile.space.distributions()
     points: list[Any] = []
+    slo: list[bool | None] = []
     outcomes: list[str] = []
     moves: list[str] = []
     ask_ms: list[float] = []
@@ -116,8 +119,10 @@ def run_one(profile: Profile, truth: Truth, c: Contender, seed: int,
         outcome = told.outcome
         outcomes.append(outcome)
         moves.append(_move(study, trial, told))
-        p = point(truth.outcome(told.flags)) if outcome == record.MEASURED else None
+        o = truth.outcome(told.flags) if outcome == record.MEASURED else None
+        p = point(o) if o is not None else None
         points.append(None if p is None else [-p[0], p[1]])
+        slo.append(None if p is None else meets_slos(profile.spec, o))
 
     while len(outcomes) < n_trials:
         if (len(running) < c.workers and len(outcomes) + len(running) < n_trials
@@ -150,8 +155,8 @@ def run_one(profile: Profile, truth: Truth, c: Contender, seed: int,
             break
         trial, prop, base = running.popleft()
         finish(trial, _measure(profile, truth, prop, base, c.noise, noise_rng))
-    return {"points": points, "outcomes": outcomes, "moves": moves, "ask_ms": ask_ms,
-            "duplicates": dups, "stopped": stopped}
+    return {"points": points, "slo": slo, "outcomes": outcomes, "moves": moves,
+            "ask_ms": ask_ms, "duplicates": dups, "stopped": stopped}
 
 
 def _move(study: optuna.Study, trial: optuna.Trial, told: TrialRecord) -> str:

@@ -1,14 +1,16 @@
 """The runs scored on SLO-feasible points only, as ``tuner`` scores a study (``tuner status``,
 the stopping rule, the report): a measured point that misses a study SLO counts for nothing,
 in the runs and in the best known front, so the best known front's SLO-feasible part is the
-100 %. Computed from the JSON and the evaluation cache, without new runs."""
+100 %. Computed from the JSON, without new runs: each run's SLO verdicts (``search_run``), or,
+for a run written before it kept them, the evaluation cache; a point neither knows stops
+the report rather than counting as a miss."""
 
 from __future__ import annotations
 
 import copy
 from typing import Any, Mapping
 
-from search_truth import Truth, front_volume, grid_flags, load_profile, point
+from search_truth import CACHE, Truth, front_volume, grid_flags, load_profile, point
 from tuner.study import StudySpec
 from tuner.trials.record import slo_constraints
 
@@ -40,8 +42,15 @@ def slo_view(data: dict) -> dict:
             if (r["profile"], r["rules"]) != (name, rules):
                 continue
             r["measured_points"] = r["points"]  # what the run measured (its repeats)
-            r["points"] = [p if p and by_point.get((p[0], p[1]), False) else None
-                           for p in r["points"]]
+            met = r.get("slo") or [None if p is None else by_point.get((p[0], p[1]))
+                                   for p in r["points"]]
+            unknown = sum(p is not None and m is None for p, m in zip(r["points"], met))
+            if unknown:  # never counted as a miss: the report would be quietly wrong
+                raise ValueError(
+                    f"{key} {r['contender']} seed {r['seed']}: {unknown} measured points carry "
+                    f"no SLO verdict and are not in the evaluation cache ({CACHE}); run "
+                    "this contender again here (make bench-search) to score it")
+            r["points"] = [p if p and m else None for p, m in zip(r["points"], met)]
             pts += [(-p[0], p[1]) for p in r["points"] if p]
         for scored in (fr, fr["default"]):
             ref = (-scored["reference"][0], scored["reference"][1])
