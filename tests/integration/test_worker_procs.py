@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from tuner.testing.worker_procs import interrupt, stop, wait_for
+from tuner.testing.worker_procs import default_sigint, interrupt, stop, wait_for
 
 # Ignores Ctrl-C and SIGTERM, and answers SIGUSR1 with its stack, as a stuck worker would
 STUCK = """
@@ -51,8 +51,9 @@ def test_a_worker_that_outlives_its_signal_fails_with_its_stacks(tmp_path, how):
 
 
 def test_interrupt_returns_the_exit_code_of_a_worker_that_stops(tmp_path):
+    # SIGINT as a worker gets it (start_worker): the test process may run with it ignored
     proc = subprocess.Popen([sys.executable, "-c", "import time; print('ready', flush=True); "
-                             "time.sleep(60)"], stdout=subprocess.PIPE)
+                             "time.sleep(60)"], stdout=subprocess.PIPE, preexec_fn=default_sigint)
     assert proc.stdout.readline().strip() == b"ready"
     # Python ends an uncaught KeyboardInterrupt by dying of the signal
     assert interrupt(proc, signal.SIGINT, timeout_s=30) == -signal.SIGINT

@@ -20,10 +20,10 @@ def start_worker(study: str, storage: str, gpus: str = "0", *extra: str,
     return subprocess.Popen(
         [sys.executable, "-m", "tuner", "worker", study, "--storage", storage, "--gpus", gpus,
          *extra], stdout=out, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})},
-        start_new_session=True, preexec_fn=_default_sigint)
+        start_new_session=True, preexec_fn=default_sigint)
 
 
-def _default_sigint() -> None:
+def default_sigint() -> None:
     """A worker answers Ctrl-C whatever the test process does with it: an ignored SIGINT
     (as something in the full suite leaves it) is inherited across exec, and Python then
     never turns SIGINT into KeyboardInterrupt."""
