@@ -89,9 +89,10 @@ def run_one(profile: Profile, truth: Truth, c: Contender, seed: int,
             n_trials: int = 40, studies: list | None = None) -> dict[str, Any]:
     """Trials in the order they finished: {"points": [[tok/s, p99 ITL] | None], "slo"
     (whether each point met the study's SLOs, as the runner's constraints read them; None
-    where nothing was measured), "outcomes", "moves" (what proposed each: "baseline", or the ``front:move`` kind and aim),
-    "ask_ms", "duplicates", "stopped"}; the study is appended to ``studies`` when given
-    (for diagnostics that read each trial's flags: ``search_moves.py``)."""
+    where nothing was measured), "outcomes", "moves" (what proposed each: "baseline", or
+    the ``front:move`` kind and aim), "ask_ms", "duplicates", "stopped"}; the study is
+    appended to ``studies`` when given (for diagnostics that read each trial's flags:
+    ``search_moves.py``)."""
     warnings.filterwarnings("ignore")
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     plan = c.plan or SearchPlan("random", constraints=False)
