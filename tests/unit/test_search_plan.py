@@ -1,7 +1,12 @@
 """tuner.search: plans, warm start, and the sampler choice (no simulator involved)."""
 
+import sys
+import types
+
 import optuna
 import pytest
+
+from tuner.errors import SamplerUnavailable
 
 from tuner.search import PLANS, SearchPlan, warm_start
 from tuner.search.sampler import AUTO, make_sampler, resolve
@@ -25,6 +30,21 @@ def test_plan_passes_startup_and_constant_liar_to_tpe():
     assert isinstance(s, optuna.samplers.TPESampler)
     assert s._n_startup_trials == 5 and s._constant_liar is False
     assert make_sampler("tpe", 1)._constant_liar is True
+
+
+def test_a_sampler_package_already_imported_with_no_spec_counts_as_installed(monkeypatch):
+    # optuna_integration, once imported, is a lazy module whose __spec__ is None:
+    # importlib.util.find_spec raised ValueError for the second BoTorch study of a process
+    from tuner.search import sampler
+
+    lazy = types.ModuleType("tuner_test_lazy_pkg")
+    lazy.__spec__ = None
+    monkeypatch.setitem(sys.modules, "tuner_test_lazy_pkg", lazy)
+    monkeypatch.setitem(sampler.NEEDS, "gp", (("tuner_test_lazy_pkg", "lazy-pkg"),))
+    sampler.require("gp")
+    monkeypatch.setitem(sampler.NEEDS, "gp", (("tuner_test_absent_pkg", "absent-pkg"),))
+    with pytest.raises(SamplerUnavailable, match="pip install absent-pkg"):
+        sampler.require("gp")
 
 
 def test_warm_start_asks_the_baselines_first_as_given(study_file):

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import importlib.util
+import sys
 import warnings
 
 import optuna
@@ -34,11 +35,17 @@ def require(name: str) -> None:
     """Refuse a sampler whose packages are missing (``SamplerUnavailable``, exit 2), so a
     study file that names one fails at ``tuner study create``, not in every worker."""
     name = resolve(name)
-    missing = [pkg for module, pkg in NEEDS.get(name, ()) if importlib.util.find_spec(module)
-               is None]
+    missing = [pkg for module, pkg in NEEDS.get(name, ()) if not _installed(module)]
     if missing:
         raise SamplerUnavailable(f"search.sampler = {name!r} needs {' and '.join(missing)}: "
                                  f"pip install {' '.join(missing)} (or choose another sampler)")
+
+
+def _installed(module: str) -> bool:
+    """Whether ``module`` can be imported. One already imported counts as is: after its
+    first import optuna_integration is a lazy module whose ``__spec__`` is None, and
+    ``find_spec`` then raises ValueError (the second BoTorch study of one process)."""
+    return module in sys.modules or importlib.util.find_spec(module) is not None
 
 
 def make_sampler(name: str, seed: int | None, n_startup_trials: int = 8, *,
