@@ -37,8 +37,10 @@ test-fast: $(STAMP)
 bench: $(STAMP)
 	$(PY) bench/run.py
 
+# the slow samplers' runs (Optuna's GPSampler, BoTorch: they need torch), merged: docs/search.md
+SLOW_RUNS := bench/results/search-gp.json bench/results/search-botorch.json
 bench-search: $(STAMP)
-	nice -n 10 $(PY) bench/search.py --merge bench/results/search-gp.json
+	nice -n 10 $(PY) bench/search.py --merge $(SLOW_RUNS)
 
 # Docker deployment (docker/compose.yaml; needs a Docker engine with the NVIDIA runtime).
 GPUS ?= $(or $(shell sed -n 's/^GPUS=//p' docker/.env 2>/dev/null),1)

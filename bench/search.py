@@ -39,8 +39,8 @@ from tuner.search import PLANS, SearchPlan  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
-GP_ONLY = "llama3-8b-h200/vllm-v1"  # Optuna's GPSampler: one profile, three seeds
-SLOW = ("gp",)  # run apart (bench/results/search-gp.json) and merged
+GP_ONLY = "llama3-8b-h200/vllm-v1"  # GPSampler and BoTorch: one profile, three seeds
+SLOW = ("gp", "botorch")  # run apart (bench/results/search-{gp,botorch}.json) and merged
 WARM = dict(n_startup_trials=8, warm_start=True)
 CONTENDERS: tuple[Contender, ...] = (
     Contender("random", SearchPlan("random")),
@@ -51,6 +51,9 @@ CONTENDERS: tuple[Contender, ...] = (
     Contender("gp", SearchPlan("gp", **WARM), seeds=3, only=GP_ONLY,
               note="Optuna's GPSampler: baselines first, constraints told (set_constraint), "
                    "the space's log scales; seconds per proposal, --merge"),
+    Contender("botorch", SearchPlan("botorch", **WARM), seeds=3, only=GP_ONLY,
+              note="optuna-integration's BoTorchSampler (qEHVI): baselines first, constraints "
+                   "told (set_constraint), the space's log scales; seconds per proposal, --merge"),
     Contender("local", SearchPlan("local", **WARM),
               note="the previous default: pattern moves around vLLM's defaults + TPE"),
     Contender("front", SearchPlan("front", **WARM),
@@ -164,6 +167,11 @@ def merge_into(out: Path, paths, log) -> dict:
     for path in paths:
         data["runs"] += [r for r in merged_runs(Path(path), profiles, data["trials"], log)
                          if r["contender"] not in have]
+        # a contender added to CONTENDERS after the last run: its entry from its own file
+        ran, named = {r["contender"] for r in data["runs"]}, {c["name"] for c in data["contenders"]}
+        if Path(path).is_file():
+            data["contenders"] += [c for c in json.loads(Path(path).read_text())["contenders"]
+                                   if c["name"] in ran - named]
     data["fronts"] = fronts_of(profiles, data["runs"])
     data["merged"] = list(paths)
     return data
@@ -198,7 +206,7 @@ def main(argv=None) -> int:
     ap.add_argument("--seeds", type=int, default=10)
     ap.add_argument("--all-seeds", action="store_true",
                     help="every contender on --seeds seeds (else TPE is capped at 5, "
-                         "GPSampler at 3, the others at 10)")
+                         "GPSampler and BoTorch at 3, the others at 10)")
     ap.add_argument("--trials", type=int, default=24)
     ap.add_argument("--processes", type=int, default=1)
     ap.add_argument("--profiles", nargs="*", default=list(PROFILES + HELD_OUT))
@@ -206,7 +214,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=str(RESULTS / "search"))
     ap.add_argument("--merge", nargs="*", default=[],
                     help="JSON of earlier runs on the same simulator source to score with these "
-                         "(the slow samplers: bench/results/search-gp.json)")
+                         "(the slow samplers: bench/results/search-gp.json, search-botorch.json)")
     ap.add_argument("--report-only", action="store_true",
                     help="rewrite the table and the plot from the JSON of the last run")
     args = ap.parse_args(argv)

@@ -12,7 +12,7 @@ import numpy as np
 from tuner.trials.hypervolume import hypervolume
 
 PLOTTED = ("random", "tpe+warm+constraints", "gp", "local", "front", "front 5% noise",
-           "front x4")
+           "front x4", "botorch")  # appended: each keeps its colour
 
 
 def curve(run: dict, reference: list[float], total: float, trials: int) -> list[float]:
