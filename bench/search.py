@@ -165,30 +165,31 @@ def merge_into(out: Path, paths, log) -> dict:
     profiles = sorted({r["profile"] for r in data["runs"]})
     have = {r["contender"] for r in data["runs"]}
     for path in paths:
-        data["runs"] += [r for r in merged_runs(Path(path), profiles, data["trials"], log)
-                         if r["contender"] not in have]
+        old = earlier(Path(path), profiles, data["trials"], log)
+        data["runs"] += [r for r in old["runs"] if r["contender"] not in have]
         # a contender added to CONTENDERS after the last run: its entry from its own file
         ran, named = {r["contender"] for r in data["runs"]}, {c["name"] for c in data["contenders"]}
-        if Path(path).is_file():
-            data["contenders"] += [c for c in json.loads(Path(path).read_text())["contenders"]
-                                   if c["name"] in ran - named]
+        data["contenders"] += [c for c in old["contenders"] if c["name"] in ran - named]
     data["fronts"] = fronts_of(profiles, data["runs"])
     data["merged"] = list(paths)
     return data
 
 
-def merged_runs(path: Path, profiles, trials: int, log) -> list[dict]:
-    """The runs of an earlier JSON, when it was made on this simulator source."""
+def earlier(path: Path, profiles, trials: int, log) -> dict:
+    """An earlier JSON's runs (on ``profiles``) and contenders, when it was made on this
+    simulator source (else none)."""
+    none: dict = {"runs": [], "contenders": []}
     if not path.is_file():
         log(f"merge: {path} is missing; left out")
-        return []
+        return none
     old = json.loads(path.read_text())
     fronts = {k.split("/")[0]: f["workload"] for k, f in old.get("fronts", {}).items()}
     if (old.get("simulator") != model_version() or old["trials"] != trials
             or any(fronts.get(n, w) != w for n, w in _workloads(profiles).items())):
         log(f"merge: {path} was made on another simulator source or trial count; left out")
-        return []
-    return [r for r in old["runs"] if r["profile"] in profiles]
+        return none
+    return {"runs": [r for r in old["runs"] if r["profile"] in profiles],
+            "contenders": old.get("contenders", [])}
 
 
 def write_reports(data: dict, out: Path) -> None:
@@ -251,7 +252,7 @@ def main(argv=None) -> int:
             if (i + 1) % 20 == 0 or i + 1 == len(jobs):
                 log(f"runs {i + 1}/{len(jobs)}")
     for path in args.merge:
-        runs += merged_runs(Path(path), args.profiles, args.trials, log)
+        runs += earlier(Path(path), args.profiles, args.trials, log)["runs"]
     for name in args.profiles:
         _TRUTHS[name].save()
     fronts = fronts_of(args.profiles, runs)

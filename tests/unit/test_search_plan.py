@@ -7,7 +7,6 @@ import optuna
 import pytest
 
 from tuner.errors import SamplerUnavailable
-
 from tuner.search import PLANS, SearchPlan, warm_start
 from tuner.search.sampler import AUTO, make_sampler, resolve
 from tuner.space import baselines, build_space
