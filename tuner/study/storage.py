@@ -15,7 +15,8 @@ from pathlib import Path
 
 import optuna
 import sqlalchemy.exc
-from sqlalchemy.engine import make_url
+from sqlalchemy import event
+from sqlalchemy.engine import Engine, make_url
 
 from tuner.study.spec import is_study_name
 from tuner.errors import StorageError, StudyNotFoundError, UsageError
@@ -112,6 +113,30 @@ def _engine_kwargs(url: str) -> dict:
     return {"pool_size": 2, "max_overflow": 4, "pool_pre_ping": True, "pool_recycle": 300}
 
 
+def _lock_before_reading(engine: Engine) -> None:
+    """Make each SQLite transaction take the write lock before its first read.
+
+    SQLite ignores ``SELECT ... FOR UPDATE``, and Python's sqlite3 opens a transaction only
+    at the first write. So Optuna's pop of a queued trial (read it WAITING, then set it
+    RUNNING) was not atomic: two workers could both read the same WAITING trial and both
+    run it (optuna issue 4002). With four processes and 60 queued trials, 10 to 16 trials
+    were handed out twice. Queued trials are the reference runs, the warm start and the
+    retries of stale trials. Now every transaction starts with ``BEGIN IMMEDIATE``, so a
+    read followed by a write is atomic. Other processes wait for the lock, up to the
+    connection's timeout. The connections opened while Optuna set the file up are
+    dropped, so no connection is left in the old mode.
+    """
+    @event.listens_for(engine, "connect")
+    def _no_implicit_transactions(dbapi_conn, _record) -> None:
+        dbapi_conn.isolation_level = None  # SQLAlchemy's "begin" below opens each one
+
+    @event.listens_for(engine, "begin")
+    def _begin_immediate(conn) -> None:
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+    engine.dispose()
+
+
 def open_storage(url: str, heartbeat: bool = False,
                  create: bool = True) -> optuna.storages.RDBStorage:
     """An Optuna RDB storage; with ``heartbeat`` stale running trials are failed. Without
@@ -134,8 +159,11 @@ def open_storage(url: str, heartbeat: bool = False,
                       optuna.storages.RetryHeartbeatStaleTrialCallback(max_retry=1)}
     for attempt in range(SCHEMA_RACE_TRIES):
         try:
-            return optuna.storages.RDBStorage(url, engine_kwargs=_engine_kwargs(url),
-                                              skip_compatibility_check=False, **kwargs)
+            storage = optuna.storages.RDBStorage(url, engine_kwargs=_engine_kwargs(url),
+                                                 skip_compatibility_check=False, **kwargs)
+            if path is not None:
+                _lock_before_reading(storage.engine)
+            return storage
         except (sqlalchemy.exc.SQLAlchemyError, ImportError) as e:
             reason = str(getattr(e, "orig", None) or e).strip().splitlines()[0]
             # Processes opening a new, empty database at once each create Optuna's tables;
