@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 
 import optuna
+import pytest
 from optuna.trial import TrialState
 
 from tuner.runner.registry import PREFIX, Registration
@@ -31,6 +32,37 @@ def test_a_trial_taken_by_a_worker_that_dies_at_once_is_still_closed_as_stale(st
     # Optuna leaves a trial without any heartbeat running: what `running` guards against
     assert states[untouched.number] == TrialState.RUNNING
     assert study.trials[taken.number].user_attrs["worker"] == reg.id
+
+
+class Killed(BaseException):
+    """The worker dies here (SIGKILL between two writes: nothing after it runs)."""
+
+
+@pytest.mark.parametrize("dies_writing", ["its name on the trial", "its own record"])
+def test_a_worker_killed_while_it_claims_a_trial_still_has_it_closed(storage_url, monkeypatch,
+                                                                     dies_writing):
+    """Claiming writes three things: the worker's name on the trial, the worker's record
+    and the trial's heartbeat. Killed after either of the first two, the trial had no
+    heartbeat and stayed RUNNING for ever (a CI run of test_service_sim): now the
+    heartbeat is written first."""
+    from tuner.runner import registry
+
+    study = _study(storage_url)
+    reg = Registration(study, (0,), interval_s=3600)
+
+    def killed(*args, **kwargs):
+        raise Killed
+    if dies_writing == "its name on the trial":
+        monkeypatch.setattr(registry.optuna_adapter, "set_trial_user_attr", killed)
+    else:
+        monkeypatch.setattr(study, "set_user_attr", killed)
+    taken = study.ask()
+    with pytest.raises(Killed):
+        reg.claim(study.trials[taken.number])
+    monkeypatch.undo()
+    time.sleep(2.5)
+    optuna.storages.fail_stale_trials(study)
+    assert study.trials[taken.number].state == TrialState.FAIL
 
 
 def test_a_beat_lost_to_an_outage_never_closes_the_workers_own_trial(storage_url, monkeypatch):

@@ -55,33 +55,38 @@ class Registration:
         """This worker now runs ``trial``: name the worker on it and beat for it at once.
         Optuna never calls a trial without a heartbeat stale, so a worker killed before
         its next periodic beat would otherwise leave the trial running for ever."""
-        trial.set_user_attr("worker", self.id)
         self.trial_id = optuna_adapter.trial_id(trial)
         self.set(trial=trial.number, phase="propose")
         self.beat()
+        trial.set_user_attr("worker", self.id)
 
     def claim(self, trial: FrozenTrial) -> None:
         """Optuna has just made ``trial`` RUNNING for this worker, before the sampler
         proposes its parameters: name the worker on it and beat for it at once, so that
-        it is failed as stale if the worker dies while the sampler runs."""
-        try:
-            optuna_adapter.set_trial_user_attr(self.study, trial, "worker", self.id)
-        except Exception:  # the storage may be down; the beat below retries its part
-            pass
+        it is failed as stale if the worker dies while the sampler runs.
+
+        The heartbeat is written first: Optuna never closes a running trial that has no
+        heartbeat, so a worker killed after naming itself but before its first beat left
+        the trial RUNNING for ever (seen in CI: a trial with a worker and no heartbeat)."""
         self.trial_id = optuna_adapter.frozen_trial_id(trial)
         self.set(trial=trial.number, phase="propose")
         self.beat()
+        try:
+            optuna_adapter.set_trial_user_attr(self.study, trial, "worker", self.id)
+        except Exception:  # the storage may be down; `tell` names the worker again
+            pass
 
     def beat(self) -> bool:
-        """Write the worker's record and its trial's heartbeat; False when the storage did
-        not take them (the next beat retries)."""
+        """Write its trial's heartbeat, then the worker's record; False when the storage
+        did not take them (the next beat retries). The heartbeat goes first, so that a
+        worker killed between the two writes still leaves a trial that can be closed."""
         with self._lock:
             info = {**self.info, "heartbeat": time.time()}
             trial_id = self.trial_id
         try:
-            self.study.set_user_attr(PREFIX + self.id, info)
             if trial_id is not None:
                 optuna_adapter.record_heartbeat(self.study, trial_id)
+            self.study.set_user_attr(PREFIX + self.id, info)
         except Exception as e:  # the storage may be down for a while; the next beat retries
             log.debug("heartbeat of %s not written: %s", self.id, e)
             return False
