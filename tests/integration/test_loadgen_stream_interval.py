@@ -53,7 +53,9 @@ def test_bench_reports_a_reply_in_one_message_and_no_valid_itl(tmp_path):
 
 
 def test_k_tokens_a_message_leave_vllms_itl_unobservable_but_not_the_per_token_one():
-    with FakeServer(FakeScript(ttft_ms=5, itl_ms=(2,), stream_interval=4)) as s:
+    # 10 ms a token, as below: at 2 ms a fresh-clone `make test` beside a benchmark saw the
+    # fake's messages coalesce (14 gaps between 36 messages) and the per-token ITL refused
+    with FakeServer(FakeScript(ttft_ms=5, itl_ms=(10,), stream_interval=4)) as s:
         r = bench(s.url)
     m = r.metrics
     # 8 tokens: the first alone, then 4, then the 3 left when the reply ends.
