@@ -27,7 +27,8 @@ def _take_queued(url: str) -> list[int]:
     taken = []
     while True:
         trial = study.ask()
-        if "fixed_params" not in optuna_adapter.stored_trial(study, trial).system_attrs:  # a new trial: the queue is empty
+        queued = "fixed_params" in optuna_adapter.stored_trial(study, trial).system_attrs
+        if not queued:  # a new trial: the queue is empty
             study.tell(trial, state=TrialState.FAIL)
             break
         taken.append(trial.number)
