@@ -43,7 +43,8 @@ The engine's report: where a trial's ``/metrics`` show a cap it never reached (f
 requests running than the sequences allowed, a KV cache never nearly full, prefix caching
 that found nothing cached; ``tuner.search.binding``), the configurations with that cap moved
 count as measured with the trial's values (``View.unbound``): the objective and SLO models
-learn them, and no proposal goes there.
+learn them, and no proposal goes there, nor anywhere in the box they span with the trial
+(``View.unbound_boxes``: such caps moved part of the way, or several at once).
 
 Noise: each measured point counts on the front as if it were better by its spread (the
 larger of the trial's measured relative spread, the model's learned noise and ``tie``),
@@ -326,6 +327,7 @@ class View:
         self.echoes = self.unbound()
         if self.echoes:  # what a measured trial's engine showed it would measure alike
             self.asked = np.vstack([self.asked, [x for _, x in self.echoes]])
+        self.boxes = self.unbound_boxes()
         self.running = [t for t in trials if t.state == TrialState.RUNNING]
         self.default = next((t for t in trials if record_of(t).baseline == "default"),
                             None)
@@ -337,7 +339,12 @@ class View:
         cat = self.enc.categorical()
         d = np.abs(X[:, None, :] - self.asked[None, :, :])
         same = np.where(cat, d < 1e-9, d < self.s.near).all(-1)
-        return ~same.any(1)
+        out = ~same.any(1)
+        for rows in self.boxes:
+            inside = (X >= rows.min(0) - self.s.near) & (X <= rows.max(0) + self.s.near)
+            one_of = (np.abs(X[:, None, :] - rows[None, :, :]) < 1e-9).any(1)
+            out &= ~np.where(cat, one_of, inside).all(-1)
+        return out
 
     def unasked(self, params: Mapping[str, Any]) -> bool:
         """``params`` is fresh, as asked and as the rules will run it (two probes that the
@@ -519,20 +526,43 @@ class View:
         return np.array([self.enc.encode(origin(t, self.space))
                          for t in self.measured]).reshape(-1, len(self.enc.names))
 
-    def unbound(self) -> list[tuple[int, np.ndarray]]:
-        """(index in ``measured``, encoded configuration) for each configuration that a
-        measured trial's engine showed would measure the same (``tuner.search.binding``:
-        a cap it never reached, moved), where the space's rules leave it as it is."""
+    @cached_property
+    def moved(self) -> list[tuple[int, dict[str, Any]]]:
+        """(index in ``measured``, parameters) for each configuration that a measured
+        trial's engine showed would measure the same (``tuner.search.binding``: a cap it
+        never reached, moved), whatever the space's rules would make of it."""
         out = []
         for i, t in enumerate(self.measured):
-            here = origin(t, self.space)
             told = record_of(t)
-            for params in unbound_moves(here, told.server, self.space, told.flags):
-                fixed = self.s.repair(dict(params)) if self.s.repair is not None else params
-                x = self.enc.encode(params)
-                if fixed is not None and np.allclose(self.enc.encode(fixed), x):
-                    out.append((i, x))
+            out += [(i, p) for p in unbound_moves(origin(t, self.space), told.server,
+                                                  self.space, told.flags)]
         return out
+
+    def unbound(self) -> list[tuple[int, np.ndarray]]:
+        """(index in ``measured``, encoded configuration) for each of the ``moved``
+        configurations that the space's rules leave as it is (the models' data)."""
+        out = []
+        for i, params in self.moved:
+            fixed = self.s.repair(dict(params)) if self.s.repair is not None else params
+            x = self.enc.encode(params)
+            if fixed is not None and np.allclose(self.enc.encode(fixed), x):
+                out.append((i, x))
+        return out
+
+    def unbound_boxes(self) -> list[np.ndarray]:
+        """For each measured trial with ``unbound`` configurations: its row and theirs (one
+        each). Each cap was unreached on its own, so the whole box they span counts as
+        measured: every numeric flag between the rows' least and greatest values, every
+        categorical flag at one of the rows' values (a cap moved part of the way to its
+        unreached end, or two such caps moved at once). Only the configurations the rules
+        leave as they are span it, as only they are the models' data: a box of every
+        ``moved`` one (under the article's rules, the default's sequences with prefix
+        caching off) scored lower on the article's pairs, inside the seeds' spread
+        (docs/search.md round 16)."""
+        rows: dict[int, list[np.ndarray]] = {}
+        for i, x in self.echoes:
+            rows.setdefault(i, [self.measured_x[i]]).append(x)
+        return [np.array(r) for r in rows.values()]
 
     def echoed(self, X: np.ndarray, y: np.ndarray, rows: np.ndarray | None = None
                ) -> tuple[np.ndarray, np.ndarray]:
