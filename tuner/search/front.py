@@ -325,8 +325,8 @@ class View:
         self.measured = [t for t in told if started(t)]
         self.told = told
         self.echoes = self.unbound()
-        if self.echoes:  # what a measured trial's engine showed it would measure alike
-            self.asked = np.vstack([self.asked, [x for _, x in self.echoes]])
+        # what a measured trial's engine showed it would measure alike: the box its
+        # echoes span with it (the echoes themselves are its corners)
         self.boxes = self.unbound_boxes()
         self.running = [t for t in trials if t.state == TrialState.RUNNING]
         self.default = next((t for t in trials if record_of(t).baseline == "default"),
@@ -526,27 +526,19 @@ class View:
         return np.array([self.enc.encode(origin(t, self.space))
                          for t in self.measured]).reshape(-1, len(self.enc.names))
 
-    @cached_property
-    def moved(self) -> list[tuple[int, dict[str, Any]]]:
-        """(index in ``measured``, parameters) for each configuration that a measured
-        trial's engine showed would measure the same (``tuner.search.binding``: a cap it
-        never reached, moved), whatever the space's rules would make of it."""
+    def unbound(self) -> list[tuple[int, np.ndarray]]:
+        """(index in ``measured``, encoded configuration) for each configuration that a
+        measured trial's engine showed would measure the same (``tuner.search.binding``:
+        a cap it never reached, moved), where the space's rules leave it as it is."""
         out = []
         for i, t in enumerate(self.measured):
+            here = origin(t, self.space)
             told = record_of(t)
-            out += [(i, p) for p in unbound_moves(origin(t, self.space), told.server,
-                                                  self.space, told.flags)]
-        return out
-
-    def unbound(self) -> list[tuple[int, np.ndarray]]:
-        """(index in ``measured``, encoded configuration) for each of the ``moved``
-        configurations that the space's rules leave as it is (the models' data)."""
-        out = []
-        for i, params in self.moved:
-            fixed = self.s.repair(dict(params)) if self.s.repair is not None else params
-            x = self.enc.encode(params)
-            if fixed is not None and np.allclose(self.enc.encode(fixed), x):
-                out.append((i, x))
+            for params in unbound_moves(here, told.server, self.space, told.flags):
+                fixed = self.s.repair(dict(params)) if self.s.repair is not None else params
+                x = self.enc.encode(params)
+                if fixed is not None and np.allclose(self.enc.encode(fixed), x):
+                    out.append((i, x))
         return out
 
     def unbound_boxes(self) -> list[np.ndarray]:
@@ -556,7 +548,7 @@ class View:
         categorical flag at one of the rows' values (a cap moved part of the way to its
         unreached end, or two such caps moved at once). Only the configurations the rules
         leave as they are span it, as only they are the models' data: a box of every
-        ``moved`` one (under the article's rules, the default's sequences with prefix
+        unreached move (under the article's rules, the default's sequences with prefix
         caching off) scored lower on the article's pairs, inside the seeds' spread
         (docs/search.md round 16)."""
         rows: dict[int, list[np.ndarray]] = {}
