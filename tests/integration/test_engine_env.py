@@ -1,22 +1,23 @@
 """Seen case 3 of issue 20: the database password reached every engine process. An
 engine's environment is now built from an allow-list: read from the running server's
-/proc/<pid>/environ while a real worker (started by `tuner launch`, its storage URL with a
-password in a file) runs a simulated trial on real PostgreSQL."""
+/proc/<pid>/environ while a real `tuner worker` (its storage URL with a password in a file)
+runs a simulated server on real PostgreSQL. The simulator takes no engine.env (issue 47), so
+the study runs it as a vLLM-kind command on the worker's allow-list."""
 
 from __future__ import annotations
 
+import json
 import os
+import shlex
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 from sqlalchemy.engine import make_url
 
 from tuner.runner import proctree
-from tuner.service.workers import views
-from tuner.study import create_study, load_study_file, open_study
+from tuner.study import create_study, load_study_file
 from tuner.testing.databases import fresh_postgres
 from tuner.testing.worker_procs import wait_for
 
@@ -24,7 +25,8 @@ PASSWORD = "pw-4b1c9e"
 SECRETS = {"AWS_SECRET_ACCESS_KEY": "aws-7f3a", "PGPASSWORD": "pg-91ad", "HF_TOKEN": "hf-23cd",
            "MY_SERVICE_API_KEY": "api-5e0f"}
 
-STUDY = '''
+COMMAND = [sys.executable, "-m", "tuner.sim", "serve", "--gpu", "h100"]
+STUDY = f'''
 [model]
 path = "models/llama3-8b"
 [workload]
@@ -38,22 +40,15 @@ max_client_lag_ms = 1000
 n_trials = 1
 baselines = false
 [engine]
-kind = "sim"
-time_scale = 1
+command = {json.dumps(COMMAND)}
 start_timeout_s = 60
-env = { STUDY_SETTING = "kept" }
+env = {{ VLLM_STUDY_SETTING = "kept" }}
 '''
 
 
 def environ(pid: int) -> dict[str, str]:
     raw = Path(f"/proc/{pid}/environ").read_bytes()
     return dict(item.split("=", 1) for item in raw.decode().split("\0") if "=" in item)
-
-
-def _worker_pid(name: str, url: str) -> int | None:
-    attrs = open_study(name, url).study.user_attrs
-    alive = [w for w in views(attrs, time.time(), 10) if w.alive]
-    return alive[0].pid if alive else None
 
 
 def _server(worker: int) -> int | None:
@@ -73,16 +68,16 @@ def test_no_credential_reaches_the_engine_process(pg_with_password, study_file, 
     (tmp_path / "url").write_text(url)
     env = {k: v for k, v in os.environ.items() if not k.startswith("TUNER_STORAGE")}
     env.update(SECRETS, TUNER_STORAGE_FILE=str(tmp_path / "url"), TUNER_HOME=str(tmp_path),
-               PATH=os.environ["PATH"])
-    out = subprocess.run([sys.executable, "-m", "tuner", "launch", "env", "--gpus", "0"],
-                         env=env, capture_output=True, text=True, timeout=180)
-    assert out.returncode == 0, out.stderr
-    worker = _worker_pid("env", url)
+               PATH=os.environ["PATH"], TUNER_ALLOWED_ENGINES=shlex.join(COMMAND))
+    # a worker, not `tuner launch`: launch asks nvidia-smi about GPUs for a vLLM-kind engine
+    proc = subprocess.Popen([sys.executable, "-m", "tuner", "worker", "env", "--gpus", "0"],
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    worker = proc.pid
     try:
         server = wait_for(lambda: _server(worker), 120)
         assert server, "no server started"
         child = environ(server)
-        assert child["STUDY_SETTING"] == "kept" and child["CUDA_VISIBLE_DEVICES"] == "0"
+        assert child["VLLM_STUDY_SETTING"] == "kept" and child["CUDA_VISIBLE_DEVICES"] == "0"
         assert child["PATH"] == os.environ["PATH"] and "HOME" in child
         assert not [k for k in child if k.startswith("TUNER_STORAGE")]
         leaked = [k for k, v in child.items() if PASSWORD in v or v in SECRETS.values()]
@@ -90,5 +85,5 @@ def test_no_credential_reaches_the_engine_process(pg_with_password, study_file, 
         # The worker itself reads the URL from the file, not from its environment.
         assert not [k for k, v in environ(worker).items() if PASSWORD in v]
     finally:
-        os.kill(worker, 15)
-        wait_for(lambda: not proctree.alive(worker), 60)
+        proc.terminate()
+        proc.wait(60)

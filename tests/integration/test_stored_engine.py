@@ -93,3 +93,42 @@ def test_a_stored_study_name_cannot_leave_tuner_home(storage_url, study_file, tm
     evil2.set_user_attr(SPEC, ok.user_attrs[SPEC])
     code, lines = worker("other", storage_url, home)
     assert code == 2 and len(lines) == 1 and "'ok'" in lines[0], lines
+
+
+def _tamper(url: str, name: str, **engine) -> None:
+    """Rewrite a stored study's engine section, as anyone who can write the database can."""
+    study = optuna.load_study(study_name=name, storage=url)
+    spec = dict(study.user_attrs[SPEC])
+    spec["engine"] = {**spec["engine"], **engine}
+    study.set_user_attr(SPEC, spec)
+
+
+def test_a_tampered_simulated_study_runs_no_command(storage_url, study_file, tmp_path):
+    """Seen case 1 of issue 47: the simulator skipped every check, yet its server took the
+    stored engine.env, and PYTHONWARNINGS plus BROWSER ran a shell as the worker's user."""
+    marker = tmp_path / "ran"
+    stored(study_file, storage_url, 'kind = "sim"\ntime_scale = 1000', "sim")
+    _tamper(storage_url, "sim", env={"PYTHONWARNINGS": "ignore::antigravity.x",
+                                     "BROWSER": f'sh -c "id > {marker}" #%s'})
+    code, lines = worker("sim", storage_url, tmp_path)
+    assert code == 2 and len(lines) == 1 and "engine.env" in lines[0], lines
+    assert "simulator" in lines[0] and not marker.exists()
+    # trust in the database does not make the simulator take an environment either
+    code, lines = worker("sim", storage_url, tmp_path, "--trust-stored-engine")
+    assert code == 2 and len(lines) == 1 and not marker.exists(), lines
+    _tamper(storage_url, "sim", env={}, extra_args=["--worker-cls=evil.Worker"])
+    code, lines = worker("sim", storage_url, tmp_path)
+    assert code == 2 and len(lines) == 1 and "--worker-cls=evil.Worker" in lines[0], lines
+    assert optuna.load_study(study_name="sim", storage=storage_url).get_trials() == []
+
+
+def test_env_names_that_load_a_library_need_trust(storage_url, study_file, tmp_path):
+    """Allowed prefixes once passed CUDA's injection library and NCCL's plugins."""
+    stored(study_file, storage_url, 'python = "python3"', "lib")
+    for name in ("CUDA_INJECTION64_PATH", "NCCL_NET_PLUGIN", "NCCL_TUNER_PLUGIN",
+                 "TRITON_PTXAS_PATH", "VLLM_PLUGINS"):
+        _tamper(storage_url, "lib", env={"VLLM_USE_V1": "1", name: "/tmp/x.so"})
+        code, lines = worker("lib", storage_url, tmp_path)
+        assert code == 2 and len(lines) == 1, lines
+        assert f"sets engine.env {name}, which can load code" in lines[0], lines
+    assert optuna.load_study(study_name="lib", storage=storage_url).get_trials() == []

@@ -9,12 +9,15 @@ vLLM's server module), by default the Python given with ``tuner worker --engine-
 (VLLM_*, CUDA_*, NCCL_*, ...; never LD_*, PYTHON* or PATH, which load code), and
 ``engine.extra_args`` may not name code to import (``--trust-remote-code`` and the flags
 that take a class or module). ``--trust-stored-engine`` lifts all of this, for a database
-that only trusted people can write. The simulator is tuner's own code and always allowed.
+that only trusted people can write. The simulator is tuner's own code: its program is always
+allowed, but its ``extra_args`` are checked as vLLM's are, and it takes no ``engine.env`` at
+all (``StudySpec`` refuses one, stored or not): nothing a simulated study needs is set there.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shlex
 from dataclasses import dataclass
 
@@ -27,11 +30,21 @@ from tuner.study.spec import StudySpec
 # libraries, none of which loads code from a path.
 SETTING_PREFIXES = ("VLLM_", "CUDA_", "NCCL_", "NVIDIA_", "TORCH", "PYTORCH_", "TRITON_",
                     "OMP_", "MKL_", "KMP_", "OPENBLAS_", "HF_", "TRANSFORMERS_", "TOKENIZERS_")
-CODE_LOADING_ENV = ("VLLM_PLUGINS",)
+# Names under those prefixes that still load code: a shared library, a plugin or a module
+# from a path (CUDA's injection, NCCL's net/tuner/profiler/env plugins, OpenMP tools), a
+# binary Triton runs, or a logging config whose entries instantiate classes.
+CODE_LOADING_ENV = ("VLLM_PLUGINS", "CUDA_INJECTION32_PATH", "CUDA_INJECTION64_PATH",
+                    "NCCL_NET_PLUGIN", "NCCL_TUNER_PLUGIN", "NCCL_PROFILER_PLUGIN",
+                    "NCCL_ENV_PLUGIN", "OMP_TOOL", "OMP_TOOL_LIBRARIES",
+                    "VLLM_LOGGING_CONFIG_PATH", "TORCH_EXTENSIONS_DIR")
+# The same by shape, for names not listed yet: a path, a plugin, a library, an injection.
+CODE_LOADING_NAME = re.compile(r"PATH|PLUGIN|LIBRAR|INJECTION|_LIB$|_BINARY|_EXECUTABLE")
 # vLLM flags whose value is code to import or run (a class path, a module, remote code).
 CODE_LOADING_ARGS = ("--trust-remote-code", "--worker-cls", "--worker-extension-cls",
                      "--logits-processors", "--middleware", "--tool-parser-plugin",
-                     "--reasoning-parser-plugin")
+                     "--reasoning-parser-plugin", "--scheduler-cls", "--io-processor-plugin",
+                     "--kv-transfer-config", "--ec-transfer-config",
+                     "--distributed-executor-backend", "--log-config-file")
 
 
 @dataclass(frozen=True)
@@ -59,9 +72,22 @@ class EngineTrust:
                 (["--trust-stored-engine"] if self.trust_stored else []))
 
     def check(self, spec: StudySpec) -> None:
-        """``UsageError`` (one line) when the stored study asks for something not allowed."""
-        if self.trust_stored or spec.engine.kind == "sim":
+        """``UsageError`` (one line) when the stored study asks for something not allowed:
+        a program off the allow-list (vLLM only; the simulator's is tuner's own), or, for
+        every engine kind, ``engine.env`` or ``engine.extra_args`` that can load code."""
+        if self.trust_stored:
             return
+        if spec.engine.kind != "sim":
+            self._check_program(spec)
+        bad_env = [k for k in spec.engine.env if not env_is_setting(k)]
+        bad_args = [a for a in spec.engine.extra_args if a.split("=")[0] in CODE_LOADING_ARGS]
+        if bad_env or bad_args:
+            what = ", ".join([f"engine.env {k}" for k in bad_env] +
+                             [f"engine.extra_args {a}" for a in bad_args])
+            raise UsageError(f"study {spec.name} sets {what}, which can load code; a worker "
+                             "runs it only with --trust-stored-engine")
+
+    def _check_program(self, spec: StudySpec) -> None:
         words = _normal(program(spec))
         if words not in self.allowed:
             shown = "; ".join(shlex.join(a) for a in self.allowed)
@@ -69,14 +95,13 @@ class EngineTrust:
                 f"study {spec.name} runs `{shlex.join(words)}`, which this worker does not "
                 f"allow (allowed: {shown}); give --engine-python, list it in "
                 "TUNER_ALLOWED_ENGINES, or trust the database with --trust-stored-engine")
-        bad_env = [k for k in spec.engine.env
-                   if not k.startswith(SETTING_PREFIXES) or k in CODE_LOADING_ENV]
-        bad_args = [a for a in spec.engine.extra_args if a.split("=")[0] in CODE_LOADING_ARGS]
-        if bad_env or bad_args:
-            what = ", ".join([f"engine.env {k}" for k in bad_env] +
-                             [f"engine.extra_args {a}" for a in bad_args])
-            raise UsageError(f"study {spec.name} sets {what}, which can load code; a worker "
-                             "runs it only with --trust-stored-engine")
+
+
+def env_is_setting(name: str) -> bool:
+    """Whether a stored study may set environment variable ``name`` without trust: an engine
+    library's setting (``SETTING_PREFIXES``) that names no code to load."""
+    return (name.startswith(SETTING_PREFIXES) and name not in CODE_LOADING_ENV
+            and not CODE_LOADING_NAME.search(name))
 
 
 def _expand(entry: list[str]) -> tuple[str, ...]:

@@ -254,9 +254,13 @@ class StudySpec(_Section):
         return v
 
     @model_validator(mode="after")
-    def _sim_time_scale(self) -> "StudySpec":
+    def _engine_kind_fields(self) -> "StudySpec":
         if self.engine.kind == "vllm" and self.engine.time_scale != 1.0:
             raise ValueError("engine.time_scale is for the simulator only (kind = 'sim')")
+        if self.engine.kind == "sim" and self.engine.env:
+            # The simulator reads none, and its server is a Python that would honour them.
+            raise ValueError("engine.env is for vLLM only: the simulator (kind = 'sim') "
+                             "takes no environment")
         return self
 
     @property
