@@ -3,10 +3,9 @@
 On a machine whose cores the server saturates (vLLM's CPU build on two cores, or a GPU box
 whose API server and other jobs share the client's cores), a client at normal priority can
 wait hundreds of milliseconds for a core while it has a token to stamp: its loop lag then
-says the run measured the client, and the run is refused (``lag.judge``). Measured on this
-project's 2-core machine with the CPU build serving and one busy process beside it: loop lag
-p99 280-590 ms at normal priority, nice -5 no better; 1 ms with the client at SCHED_FIFO
-(docs/loadgen.md, "A client that waits for a core").
+says the run measured the client, and the run is refused (``lag.judge``). Real-time
+scheduling removes that wait where nice does not (measured in docs/loadgen.md, "A client
+that waits for a core").
 
 ``realtime(True)`` puts the calling thread on SCHED_FIFO at the lowest real-time priority,
 with SCHED_RESET_ON_FORK so that nothing it starts inherits it, and puts the thread back as

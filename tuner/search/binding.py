@@ -21,7 +21,7 @@ measured the same with the cap moved:
 A surrogate learns each flag's effect with one length scale over the whole space; a flag
 that is steep where it binds (a small cap) then looks uncertain everywhere, also where the
 engine shows it did nothing, and the acquisition spent trials re-measuring a configuration
-with such a flag moved (docs/search.md rounds 9 and 10). ``unbound_moves`` turns the report
+with such a flag moved (docs/decisions/0010). ``unbound_moves`` turns the report
 into those configurations, which the sampler counts as measured with the trial's values.
 
 The gauges are polled, so a short peak between polls can be missed: a cap counts as

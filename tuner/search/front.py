@@ -3,22 +3,18 @@
 ``FrontSampler`` learns from the told trials only (never the engine):
 
 1. **probes** (``FrontSettings.probes``): after the enqueued baselines, a few moves from
-   the default that the tuning guides name: towards low latency (an eighth of the token
-   budget and of the sequences), the low-latency corner (the article's small chunked
-   budget, a 32nd of vLLM's 8,192, with as many sequences as tokens, as vLLM runs the
-   article's launch), a quarter of the
-   budget, a quarter of the sequences, and the one-flag moves mirrored (four times the
-   budget, four times the sequences, where the space has room). Each factor is jittered by
-   the seed (up to ``jitter`` on a log scale), so seeds run different trajectories;
-   parallel workers take distinct probes. The probes keep the default's categorical flags,
-   so they also move from the baselines that run where the default's probes never go
-   (``View.parents``): when the space's rules move the default's own configuration into
-   another categorical cell (the article's rules turn vLLM's default prefix caching off,
-   since it runs with chunked prefill), each started baseline in a cell of its own that
-   keeps the value they took (the article's launch without chunked prefill, with prefix
-   caching); when they leave it as it is (vLLM's own rules), each started baseline in
-   another mode (``Param.mode``: the same launch, without chunked prefill); unless a
-   measured trial on the other side already beats it on both objectives.
+   the default that the tuning guides name. They go towards low latency (an eighth of the
+   token budget and of the sequences), to the low-latency corner (the article's small
+   chunked budget, with as many sequences as tokens), to a quarter of the budget and of
+   the sequences, and mirrored (four times the budget and the sequences, where the space
+   has room). Each factor is jittered by the seed (up to ``jitter`` on a log scale), so
+   seeds run different trajectories; parallel workers take distinct probes.
+   The probes keep the default's categorical flags, so they also move from the baselines
+   that run where the default's probes never go (``View.parents``). Under rules that move
+   the default into another categorical cell (the article's rules turn its prefix caching
+   off), that is each started baseline that keeps the value taken. Under rules that leave
+   it as it is, that is each started baseline in another mode (``Param.mode``). Either
+   parent is skipped once a measured trial on the other side beats it on both objectives.
 2. then, once ``min_trials`` trials measured, a **model**: one Gaussian process per
    objective (on the Box-Cox power of its values that the likelihood prefers, the log
    or another, ``tuner.search.outputs``; ``tuner.search.surrogate``; a mode switch such as
@@ -549,8 +545,8 @@ class View:
         unreached end, or two such caps moved at once). Only the configurations the rules
         leave as they are span it, as only they are the models' data: a box of every
         unreached move (under the article's rules, the default's sequences with prefix
-        caching off) scored lower on the article's pairs, inside the seeds' spread
-        (docs/search.md round 16)."""
+        caching off) scored lower on the article's pairs
+        (docs/decisions/0016-box-of-unreached-caps.md)."""
         rows: dict[int, list[np.ndarray]] = {}
         for i, x in self.echoes:
             rows.setdefault(i, [self.measured_x[i]]).append(x)

@@ -1,15 +1,12 @@
 """Each objective's output transform: the Box-Cox power its process is fitted on.
 
-The processes were fitted on the log of each objective. A throughput that saturates (on 8B
-most trials lie within a few per cent of 4,100 tok/s, a few far below) is skewed the other
-way on that scale, and the log's long upper tail let candidates the model knew little about
-draw throughputs far above anything measured, worth much hypervolume (docs/search.md round
-7). Box and Cox (1964) choose the power by the likelihood, the transform's Jacobian counted
-(the output warping of a warped GP, Snelson et al., 2004, with one parameter); here over
-their named powers: the reciprocal, the log, the square root, the values as they are and
-their square. Over two seeds of each benchmark profile the likelihood kept the log for p99
-ITL on 8B and 70B (and mostly on chat), took the reciprocal on the held-out longgen (and
-often on summarise), and the square for throughput on all but summarise (mixed there).
+A throughput that saturates (most trials close to one ceiling, a few far below) is skewed
+on a log scale, and the log's long upper tail lets candidates the model knows little about
+draw throughputs far above anything measured, worth much hypervolume. Box and Cox (1964)
+choose the power by the likelihood, the transform's Jacobian counted (the output warping
+of a warped GP, Snelson et al., 2004, with one parameter); here over their named powers:
+the reciprocal, the log, the square root, the values as they are and their square. Which
+power each benchmark profile takes: docs/decisions/0007-trust-region-and-box-cox.md.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ incumbent, of side ``LENGTH`` on the unit cube times each dimension's weight: it
 scale over their geometric mean, so a flag the process finds steep moves a little and one
 it finds flat moves far. Candidates drawn over the whole cube move every flag at once, far
 from anything measured, where the processes' spread alone makes a proposal look valuable
-(docs/search.md rounds 5 and 7: on 8B most of those proposals measured a plateau point again).
+(docs/decisions/0005 and 0007: most of those proposals measured a plateau point again).
 Here the incumbent is the measured front (each candidate around one of its points, drawn at
 random), as the moves around the front already were. TuRBO grows the side after 3 successes
 in a row and halves it after max(4, d) failures; within a study's 10-20 model proposals it

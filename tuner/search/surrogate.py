@@ -21,8 +21,8 @@ process, ``w`` = 1 a process per cell; the marginal likelihood chooses (``CELL_S
 article's launch and its probes keep its memory share, max-model-len and eager mode, while
 vLLM's default and its probes, the other side of chunked prefill, keep theirs) has no effect
 the data can tell from the mode switch's. Left at its prior length scale, it made every
-candidate that moved it alone look uncertain (a factor of 2 on p99 ITL beside the front,
-docs/search.md round 5), and the acquisition spent trials on that spread. It is held inert
+candidate that moved it alone look uncertain (docs/decisions/0005-non-chunked-plateau-
+diagnosis.md), and the acquisition spent trials on that spread. It is held inert
 (``INERT``) until a trial moves it within a cell; the mode switch carries the difference.
 A flag nothing moved at all is inert the same way (candidates still move it at random, so
 the trials that follow try it).

@@ -119,8 +119,7 @@ def _lock_before_reading(engine: Engine) -> None:
     SQLite ignores ``SELECT ... FOR UPDATE``, and Python's sqlite3 opens a transaction only
     at the first write. So Optuna's pop of a queued trial (read it WAITING, then set it
     RUNNING) was not atomic: two workers could both read the same WAITING trial and both
-    run it (optuna issue 4002). With four processes and 60 queued trials, 10 to 16 trials
-    were handed out twice. Queued trials are the reference runs, the warm start and the
+    run it (optuna issue 4002). Queued trials are the reference runs, the warm start and the
     retries of stale trials. Now every transaction starts with ``BEGIN IMMEDIATE``, so a
     read followed by a write is atomic. Other processes wait for the lock, up to the
     connection's timeout. The connections opened while Optuna set the file up are

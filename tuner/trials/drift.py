@@ -2,7 +2,7 @@
 
 A study that runs over several windows or hosts compares trials measured on different
 machines as equals, while the same configuration can read several percent apart there
-(the H200's default: 3,891 then 3,711 tok/s on two boxes, `results/h200/round2/`). With
+(the H200's default on two boxes: `results/h200/round2/`). With
 ``search.reference_runs`` each worker that starts on a study whose default is already
 measured first runs the default again (baseline ``reference``, launched as the default was),
 so the study records each host's speed beside the default's (queued when the worker starts,
