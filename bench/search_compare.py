@@ -2,7 +2,7 @@
 front: the grid plus every configuration any of them measured, on the SLO-feasible score the
 acceptance table uses (``search_slo``). Each run's own table scores it against its own best
 known front, which moves with what that variant happened to find; comparing variants needs
-the same denominator (docs/search.md, round 7).
+the same denominator (docs/decisions/0007-trust-region-and-box-cox.md).
 
     .venv/bin/python bench/search_compare.py base=/tmp/r7/base/search.json \\
         tr=/tmp/r7/tr/search.json [--profiles llama3-8b-h200 ...]

@@ -1,4 +1,5 @@
-"""Why the default sampler proposes where it does (a diagnostic, docs/search.md round 5):
+"""Why the default sampler proposes where it does (a diagnostic,
+docs/decisions/0005-non-chunked-plateau-diagnosis.md):
 for each model proposal that runs without chunked prefill at a budget in [--low, --high)
 (8B's plateau: every value there is one of two points), what the models said when they
 chose it: the aim, whether the candidate was a random one (since round 7 drawn in the trust

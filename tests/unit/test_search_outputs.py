@@ -1,5 +1,6 @@
 """tuner.search.outputs and tuner.search.region: the objectives' Box-Cox power and the
-trust region the model's candidates are drawn in (docs/search.md round 7)."""
+trust region the model's candidates are drawn in
+(docs/decisions/0007-trust-region-and-box-cox.md)."""
 
 import numpy as np
 
