@@ -1,6 +1,11 @@
 """From an asked trial to the configuration to run: baseline as given, or the sampler's
 proposal through the rules (repaired, or infeasible without a launch). Whether the same
-effective flags were already measured is ``tuner.trials.queries.already_measured``."""
+effective flags were already measured is ``tuner.trials.queries.already_measured``.
+
+A baseline's launch is read from the database, where the dashboard, a user or anyone with
+a login may have rewritten it: it meets the catalogue and the lossless rule again here
+(``launch_problem``), and one that fails is ``refused``: the worker records the trial as
+failed with that reason and starts no server."""
 
 from __future__ import annotations
 
@@ -10,6 +15,7 @@ from typing import Any, Mapping
 import optuna
 
 from tuner.space import SearchSpace, repair
+from tuner.space.check import launch_problem
 from tuner.trials.record import TrialRecord
 
 
@@ -20,6 +26,7 @@ class Proposal:
     baseline: str | None = None
     repaired: tuple[str, ...] = ()
     infeasible: str | None = None
+    refused: str | None = None       # a stored launch that may not run, and why
 
     def record(self) -> TrialRecord:
         """The trial's record before it runs: what was proposed."""
@@ -29,9 +36,14 @@ class Proposal:
 
 def propose(space: SearchSpace, trial: optuna.Trial) -> Proposal:
     """The configuration for an asked trial (its params already sampled)."""
-    asked = TrialRecord.from_user_attrs(trial.user_attrs)
+    try:
+        asked = TrialRecord.from_user_attrs(trial.user_attrs)
+    except (TypeError, ValueError) as e:  # e.g. a launch stored as text
+        return Proposal({}, {}, refused=f"its stored attributes cannot be read: {e}")
     if asked.baseline:
-        return Proposal(asked.flags, asked.launch, baseline=asked.baseline)
+        bad = launch_problem(asked.launch, space.lossy)
+        return Proposal(asked.flags, asked.launch, baseline=asked.baseline,
+                        refused=f"stored launch refused: {bad}" if bad else None)
     raw = space.complete(trial.params)
     fixed = repair(space, raw)
     if fixed.infeasible:

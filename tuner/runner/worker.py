@@ -269,6 +269,9 @@ class Worker:
 
     def _decide(self, trial, prop: Proposal, base: TrialRecord, phase) -> TrialRecord:
         spec = self.opened.spec
+        if prop.refused:
+            return record.failed({"class": "refused", "message": prop.refused,
+                                  "log_tail": ""}, base)
         if prop.infeasible:
             return record.infeasible(spec, {"class": "rules", "message": prop.infeasible,
                                             "log_tail": ""}, base)

@@ -1,5 +1,7 @@
 """A study's ``[space]`` values against the catalogue: each fixed value, range end and
 choice must have the flag's type and lie inside what vLLM accepts (``Param.problem``).
+A stored launch (a queued baseline's command-line flags) meets the same catalogue again
+before a worker runs it (``launch_problem``).
 
 Pure: raises ``ValueError`` with one line naming the key, the bound and the fix; the study
 loader turns it into a usage error.
@@ -7,8 +9,10 @@ loader turns it into a usage error.
 
 from __future__ import annotations
 
+from collections.abc import Collection, Mapping
 from typing import Any
 
+from tuner.space.numerics import is_lossy
 from tuner.space.params import Param, param
 
 
@@ -47,3 +51,25 @@ def check_names(fixed: dict, ranges: dict, exclude: list) -> None:
     """Every named parameter is in the catalogue (KeyError lists the known ones)."""
     for name in (*fixed, *ranges, *exclude):
         param(name)
+
+
+def launch_problem(launch: Any, opted_in: Collection[str]) -> str | None:
+    """Why a stored launch may not reach a command line, in one line naming the flag, or
+    None: not a table of flags, a name outside the catalogue, a value vLLM would refuse
+    (type or bounds: ``Param.problem``), or a lossy value of a flag the study did not opt
+    in to (``opted_in``: ``SearchSpace.lossy``). The study's own ranges are not applied: a
+    baseline is launched as given, outside them."""
+    if not isinstance(launch, Mapping):
+        return f"the launch is {type(launch).__name__}, not a table of flags"
+    for name, value in launch.items():
+        try:
+            p = param(name)
+        except (KeyError, TypeError):
+            return f"{name!r} is not a flag tuner knows"
+        problem = p.problem(value)
+        if problem:
+            return f"{p.flag} {value!r}: {problem}"
+        if name not in opted_in and is_lossy(name, value):
+            return (f"{p.flag} {value!r} is lossy, and the study did not opt in "
+                    f"([space] lossy)")
+    return None
