@@ -4,8 +4,10 @@ study (also an empty one and one with only failed trials) and serves them over H
 from __future__ import annotations
 
 import json
+import urllib.error
 import urllib.request
 
+import optuna
 from optuna_dashboard import get_note, save_note
 
 from tuner import optuna_adapter
@@ -17,6 +19,19 @@ from tuner.testing.studies import dashboard_process, make_study
 def _get(url: str) -> dict:
     with urllib.request.urlopen(url, timeout=30) as r:
         return json.loads(r.read())
+
+
+def _status(url: str, method: str = "GET", body: dict | None = None, host: str = "") -> int:
+    """The HTTP status of one request (``host``: a Host header of the caller's choosing)."""
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(url, data=data, method=method,
+                                 headers={"Content-Type": "application/json",
+                                          **({"Host": host} if host else {})})
+    try:
+        with urllib.request.urlopen(req, timeout=30) as r:
+            return r.status
+    except urllib.error.HTTPError as e:
+        return e.code
 
 
 def test_dashboard_serves_every_study_with_figures_and_note(storage_url, tmp_path):
@@ -61,3 +76,32 @@ def test_dashboard_usage_errors(storage_url, run_cli):
     assert code == 2 and "no study 'nope'" in err
     code, _, err = run_cli("dashboard", "--storage", storage_url, "--port", "70000")
     assert code == 2 and "--port 70000" in err
+
+
+def test_the_dashboard_refuses_writes_and_foreign_hosts(storage_url, tmp_path, run_cli):
+    """Seen case 2 of issue 47: on loopback, without credentials, the dashboard deleted a
+    study (204) and rewrote a queued baseline's launch. Now it serves read-only, and only
+    requests addressed to a loopback name (a rebound DNS name is refused)."""
+    make_study(storage_url, "empty", name="kept")  # the baselines are queued
+    study = optuna.load_study(study_name="kept", storage=storage_url)
+    queued = study.get_trials(deepcopy=False)[0]
+    launch = queued.user_attrs["launch"]
+    with dashboard_process(storage_url, tmp_path / "dashboard.log") as base:
+        sid = optuna_adapter.study_id(study)
+        port = base.rsplit(":", 1)[1]
+        assert _status(f"{base}/api/trials/{queued._trial_id}/user-attrs", "POST",
+                       {"user_attrs": {"launch": {"gpu_memory_utilization": 5}}}) == 405
+        assert _status(f"{base}/api/studies/{sid}/note", "PUT",
+                       {"version": 1, "body": "x"}) == 405
+        assert _status(f"{base}/api/studies/{sid}", "DELETE") == 405
+        assert _status(f"{base}/api/studies", "POST",
+                       {"study_name": "new", "directions": ["minimize"]}) == 405
+        assert _status(f"{base}/api/studies/{sid}?after=0") == 200
+        for name in ("localhost", "127.0.0.1", "[::1]"):
+            assert _status(f"{base}/api/meta", host=f"{name}:{port}") == 200, name
+        for name in (f"rebound.example:{port}", "rebound.example", f"127.0.0.1@x:{port}"):
+            assert _status(f"{base}/api/meta", host=name) == 403, name
+    assert [s.study_name for s in optuna.get_all_study_summaries(storage_url)] == ["kept"]
+    assert study.get_trials(deepcopy=False)[0].user_attrs["launch"] == launch
+    code, _, err = run_cli("dashboard", "--storage", storage_url, "--host", "0.0.0.0")
+    assert code == 2 and "--host 0.0.0.0" in err and "--unsafe-remote" in err

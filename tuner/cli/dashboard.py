@@ -1,4 +1,8 @@
-"""`tuner dashboard [STUDY] [--storage URL] [--host 127.0.0.1] [--port 8080]`."""
+"""`tuner dashboard [STUDY] [--storage URL] [--host 127.0.0.1] [--port 8080]
+[--unsafe-remote] [--allow-host NAME]`.
+
+The dashboard has no login: it binds a loopback address unless ``--unsafe-remote`` says
+otherwise, and serves read-only (``tuner.results.readonly``)."""
 
 from __future__ import annotations
 
@@ -25,6 +29,13 @@ def register(subparsers) -> None:
     p.add_argument("--host", default="127.0.0.1",
                    help="address to bind (default 127.0.0.1: this machine only)")
     p.add_argument("--port", type=int, default=8080, help="port (default 8080)")
+    p.add_argument("--unsafe-remote", action="store_true",
+                   help="allow a --host that is not loopback (UNSAFE: the dashboard has no "
+                        "login, and everyone who reaches the port reads every study; "
+                        "docs/deploy.md)")
+    p.add_argument("--allow-host", action="append", default=[], metavar="NAME",
+                   help="also answer requests whose Host header is NAME (the name a browser "
+                        "uses for this box; loopback names are always answered)")
     p.set_defaults(func=_dashboard)
 
 
@@ -34,9 +45,14 @@ def _say(text: str) -> None:
 
 def _dashboard(args: argparse.Namespace) -> int:
     from tuner.results.dashboard import publish, serve
+    from tuner.results.readonly import is_loopback
 
     if not 0 < args.port < 65536:
         raise UsageError(f"--port {args.port}: give a port between 1 and 65535")
+    if not is_loopback(args.host) and not args.unsafe_remote:
+        raise UsageError(f"--host {args.host}: the dashboard has no login; bind a loopback "
+                         "address and reach it through SSH (docs/deploy.md), or add "
+                         "--unsafe-remote")
     url = resolve_url(args.storage)
     storage = open_storage(url)
     if args.study:
@@ -53,5 +69,5 @@ def _dashboard(args: argparse.Namespace) -> int:
     host = f"[{args.host}]" if ":" in args.host else args.host
     _say(f"tuner: optuna-dashboard on {mask(url)} at http://{host}:{args.port}{path} "
          "(Ctrl-C stops it)")
-    serve(storage, args.host, args.port)
+    serve(storage, args.host, args.port, args.allow_host)
     return 0

@@ -6,14 +6,15 @@ metric names, three plotly figures (ids ``tuner-pareto``, ``tuner-hypervolume``,
 environment, and a note per finished trial (outcome, key metrics, gains, the flags that
 differ from vLLM's defaults). Notes are written only where they changed and never over a
 note a user wrote in the dashboard; the trials themselves are never written. ``serve``
-runs the dashboard's own server (wsgiref) until interrupted.
+runs the dashboard (wsgiref) until interrupted, read-only over HTTP and only for requests
+addressed to this machine's loopback names (``tuner.results.readonly``).
 """
 
 from __future__ import annotations
 
 import signal
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
 import optuna
 
@@ -144,13 +145,20 @@ def _sigterm_as_interrupt(signum, frame) -> None:
     raise KeyboardInterrupt
 
 
-def serve(storage: optuna.storages.BaseStorage, host: str, port: int) -> None:
-    """Run optuna-dashboard until Ctrl-C or SIGTERM."""
-    from optuna_dashboard import run_server
+def serve(storage: optuna.storages.BaseStorage, host: str, port: int,
+          extra_hosts: Collection[str] = ()) -> None:
+    """Run optuna-dashboard, read-only and for loopback ``Host`` names (plus
+    ``extra_hosts``: ``tuner.results.readonly``), until Ctrl-C or SIGTERM; wsgiref, as
+    optuna-dashboard's own ``run_server``."""
+    import bottle
+    from optuna_dashboard import wsgi
 
+    from tuner.results.readonly import read_only
+
+    app = read_only(wsgi(storage), extra_hosts)
     previous = signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
     try:
-        run_server(storage, host=host, port=port)
+        bottle.run(app, host=host, port=port)
     except KeyboardInterrupt:
         pass
     finally:
