@@ -132,3 +132,17 @@ def test_env_names_that_load_a_library_need_trust(storage_url, study_file, tmp_p
         assert code == 2 and len(lines) == 1, lines
         assert f"sets engine.env {name}, which can load code" in lines[0], lines
     assert optuna.load_study(study_name="lib", storage=storage_url).get_trials() == []
+
+
+def test_the_cross_check_python_needs_the_allow_list_too(storage_url, study_file, tmp_path):
+    """An allowed engine.command with crosscheck_trials ran the stored engine.python for
+    `vllm bench serve`, which nothing checked."""
+    marker = tmp_path / "ran"
+    command = ["sh", "-c", f"touch {marker}"]
+    stored(study_file, storage_url, f"command = {command!r}\n".replace("'", '"') +
+           'python = "/usr/bin/evil"\ncrosscheck_trials = 1', "xc")
+    code, lines = worker("xc", storage_url, tmp_path,
+                         env={"TUNER_ALLOWED_ENGINES": shlex.join(command)})
+    assert code == 2 and len(lines) == 1, lines
+    assert "engine.python /usr/bin/evil" in lines[0] and "crosscheck_trials" in lines[0]
+    assert not marker.exists()

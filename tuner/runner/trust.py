@@ -89,6 +89,13 @@ class EngineTrust:
 
     def _check_program(self, spec: StudySpec) -> None:
         words = _normal(program(spec))
+        # the cross-check runs `engine.python -m vllm... bench serve`, whatever the command
+        bench = _expand([spec.engine.python])
+        if spec.engine.crosscheck_trials and words in self.allowed and bench not in self.allowed:
+            raise UsageError(
+                f"study {spec.name} cross-checks with engine.python {spec.engine.python}, "
+                "which this worker does not allow; give --engine-python, list it in "
+                "TUNER_ALLOWED_ENGINES, or set engine.crosscheck_trials = 0")
         if words not in self.allowed:
             shown = "; ".join(shlex.join(a) for a in self.allowed)
             raise UsageError(
