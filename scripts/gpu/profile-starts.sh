@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# profile-starts.sh -- where a vLLM start's time goes (issue 45, part 1), on the GPU machine.
+#
+# Usage (repo root, GPU machine; the kit's parts carried in PARTS, default .kit/p5):
+#   bash scripts/gpu/profile-starts.sh PARTS LABEL STARTS [NAME=VALUE ...]
+# Calls before the last carry one part each: install.sh copies it and exits 3 until all
+# parts are there. The last call installs vLLM (tuner's own wheels are not needed: the
+# profile runs vLLM alone), writes the 8B-shaped model folder and runs
+# scripts/gpu/start_profile.py on one compiled configuration, STARTS times on one compile
+# cache; NAME=VALUE pairs go to the server's environment. Results land in $OUT.
+set -uo pipefail
+REPO=$(cd "$(dirname "$0")/../.." && pwd)
+PARTS=${1:-$REPO/.kit/p5}; LABEL=${2:-default}; STARTS=${3:-3}; shift 3 || true
+MODEL=/tmp/llama3-8b-dummy
+bash "$REPO/scripts/gpu/install.sh" "$PARTS" /nonexistent 2>&1 | grep -v "wheels of"
+PYTHONPATH=/tmp/site VLLM_USE_FLASHINFER_SAMPLER=0 /opt/torch/.venv/bin/python3 -c 'import vllm' \
+  2>/dev/null || { echo "vLLM not installed yet"; exit 3; }
+[ -f "$MODEL/config.json" ] || /opt/torch/.venv/bin/python3 /tmp/vllm-kit-work/vllm-kit/make_model.py \
+  "$MODEL" --shape 8b --verify
+source "$REPO/scripts/gpu/env.sh"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/gpu.txt"
+envs=(); for e in "$@"; do envs+=(--env "$e"); done
+skip=(); [ "$LABEL" = default ] || skip=(--skip-imports)
+"$TUNER_GPU_PY" "$REPO/scripts/gpu/start_profile.py" "$MODEL" "$OUT" --label "$LABEL" \
+  --starts "$STARTS" --python "$TUNER_GPU_PY" "${skip[@]}" "${envs[@]}" -- \
+  --max-num-batched-tokens 2048 --max-num-seqs 256
