@@ -5,6 +5,11 @@
     TUNER_STORAGE           the storage URL when --storage is not given
     TUNER_STORAGE_FILE      a file holding the storage URL (a secret mounted in a container)
     TUNER_STORAGE_RETRY_S   how long a worker waits out a database outage (default 6 hours)
+    TUNER_STORAGE_CONNECT_TIMEOUT_S  how long one connection attempt to PostgreSQL may take
+                            (default 10, at least 2: libpq's floor); a server that accepts
+                            and never answers is then an outage, not a hang
+    TUNER_STORAGE_STATEMENT_TIMEOUT_S  how long one statement may run on PostgreSQL, and how
+                            long SQLite waits for its write lock (default 60)
     TUNER_HEARTBEAT_S       seconds between worker heartbeats (default 10, at least 1)
     TUNER_API_TOKEN         the API's bearer token when --token-file is not given
     TUNER_VLLM_CPU_PYTHON   the Python of the vLLM CPU build (tests and `tuner demo`)
@@ -36,6 +41,8 @@ class Settings:
     storage: str | None = None
     storage_file: str | None = None
     storage_retry_s: float = SIX_HOURS_S
+    storage_connect_timeout_s: float = 10.0
+    storage_statement_timeout_s: float = 60.0
     heartbeat_s: int = 10
     api_token: str | None = None
     vllm_cpu_python: str | None = None
@@ -52,6 +59,10 @@ class Settings:
             storage=env.get("TUNER_STORAGE") or None,
             storage_file=env.get("TUNER_STORAGE_FILE") or None,
             storage_retry_s=_seconds(env.get("TUNER_STORAGE_RETRY_S"), d.storage_retry_s),
+            storage_connect_timeout_s=max(2.0, _seconds(
+                env.get("TUNER_STORAGE_CONNECT_TIMEOUT_S"), d.storage_connect_timeout_s)),
+            storage_statement_timeout_s=max(1.0, _seconds(
+                env.get("TUNER_STORAGE_STATEMENT_TIMEOUT_S"), d.storage_statement_timeout_s)),
             heartbeat_s=max(1, int(env.get("TUNER_HEARTBEAT_S") or d.heartbeat_s)),
             api_token=(env.get("TUNER_API_TOKEN") or "").strip() or None,
             vllm_cpu_python=env.get("TUNER_VLLM_CPU_PYTHON") or None,

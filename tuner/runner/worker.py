@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 import optuna
 
 from tuner import optuna_adapter
-from tuner.errors import UsageError
+from tuner.errors import StorageUnreachable, UsageError
 from tuner.runner import asking, crosscheck, engine
 from tuner.runner import confirm as confirmation
 from tuner.runner.asking import Watched
@@ -222,9 +222,9 @@ class Worker:
         self.progress.say(f"tuner: queued a reference run of the default (trial "
                           f"{default.number}) on this host")
 
-    def _db(self, call):
+    def _db(self, call, give_up=None):
         """A storage call that waits out a database outage (tuner.study.outage)."""
-        return retrying(call, url=self.storage_url, say=self.progress.say)
+        return retrying(call, url=self.storage_url, say=self.progress.say, give_up=give_up)
 
     def _one_trial(self) -> str:
         reg = self.registration
@@ -255,17 +255,35 @@ class Worker:
                 ph.get(k, 0) for k in ("start", "benchmark", "confirm", "crosscheck",
                                        "accuracy", "stop", "gpu_release")))
             told = dataclasses.replace(told, phases=ph)
-        with deferred_interrupts() as held:
-            self._db(lambda: tell(self.study, trial, told))
+        held = self._tell(trial, told)
         reg.trial_id = None
         reg.set(trial=None, phase="idle")
         outcome = told.outcome
         self.invalid_run = self.invalid_run + 1 if queries.measured_the_client(told) else 0
         self.summary.add(outcome)
         self.progress.end(outcome, _short(told), self._db(lambda: best_line(self.opened)))
-        if held.pending or told.interrupted:
+        if held or told.interrupted:
             raise KeyboardInterrupt  # delivered now that the measurement is recorded
         return outcome
+
+    def _tell(self, trial, told: TrialRecord) -> list[int]:
+        """Record the trial with interrupts held; returns those that came meanwhile.
+
+        An interrupt while the storage is unreachable ends the wait: the worker stops at
+        once, and the trial, still running in the study, is closed by the heartbeat of a
+        worker that lives (and queued again), as if this worker had died.
+        """
+        with deferred_interrupts() as held:
+            try:
+                self._db(lambda: tell(self.study, trial, told),
+                         give_up=lambda: bool(held.pending))
+            except StorageUnreachable:
+                if not held.pending:
+                    raise
+                self.progress.say(f"trial {trial.number} not recorded: the storage is "
+                                  "unreachable and the worker was asked to stop")
+                raise KeyboardInterrupt from None
+        return held.pending
 
     def _decide(self, trial, prop: Proposal, base: TrialRecord, phase) -> TrialRecord:
         spec = self.opened.spec

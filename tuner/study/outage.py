@@ -135,12 +135,14 @@ def _say(text: str) -> None:
 
 def retrying(call: Callable[[], T], *, url: str | None = None, budget: float | None = None,
              say: Callable[[str], None] = _say, sleep: Callable[[float], None] = time.sleep,
-             clock: Callable[[], float] = time.monotonic) -> T:
+             clock: Callable[[], float] = time.monotonic,
+             give_up: Callable[[], bool] | None = None) -> T:
     """``call()``, repeated with backoff while the database is unreachable.
 
     Returns what ``call`` returns. Raises ``StorageUnreachable`` when the outage outlasts
-    ``budget`` seconds (default ``budget_s()``), ``StorageError`` for any other database
-    error; other exceptions (Optuna's own, the caller's) pass through unchanged.
+    ``budget`` seconds (default ``budget_s()``), or at once when ``give_up()`` says so
+    (the caller was asked to stop), ``StorageError`` for any other database error; other
+    exceptions (Optuna's own, the caller's) pass through unchanged.
     """
     budget = budget_s() if budget is None else budget
     secrets = _password(url)
@@ -159,5 +161,7 @@ def retrying(call: Callable[[], T], *, url: str | None = None, budget: float | N
             if wait <= 0:
                 raise StorageUnreachable(
                     f"storage unreachable for {budget:.0f} s, giving up: {why}") from e
+            if give_up is not None and give_up():
+                raise StorageUnreachable(f"storage unreachable, not waiting: {why}") from e
             say(f"storage unreachable, retrying in {wait:.0f} s: {why}")
             sleep(wait)

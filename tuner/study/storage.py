@@ -106,11 +106,46 @@ def mask(url: str) -> str:
         return re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", url)
 
 
+# TCP keepalives on PostgreSQL connections: a peer gone without a word (a host down, a
+# network cut) is noticed after KEEPALIVE_IDLE_S + KEEPALIVE_INTERVAL_S * KEEPALIVE_COUNT
+# seconds, and data left unacknowledged for that long ends the connection too.
+KEEPALIVE_IDLE_S = 30
+KEEPALIVE_INTERVAL_S = 10
+KEEPALIVE_COUNT = 3
+
+
 def _engine_kwargs(url: str) -> dict:
+    """How the engine connects: no call waits for ever on a database that does not answer.
+
+    SQLite waits for another process's write lock up to the statement timeout. PostgreSQL:
+    a connection attempt ends after ``$TUNER_STORAGE_CONNECT_TIMEOUT_S`` (a server that
+    accepts and never answers), a statement after ``$TUNER_STORAGE_STATEMENT_TIMEOUT_S``
+    (the server cancels it), and a silent peer is found by TCP keepalives. Each ends in an
+    ``OperationalError``, which ``tuner.study.outage`` treats as an outage.
+    """
+    limits = settings()
     if url.startswith("sqlite"):
-        return {"connect_args": {"timeout": 60}}
+        return {"connect_args": {"timeout": limits.storage_statement_timeout_s}}
     # Many workers share one server: keep each process's pool small.
-    return {"pool_size": 2, "max_overflow": 4, "pool_pre_ping": True, "pool_recycle": 300}
+    kwargs: dict = {"pool_size": 2, "max_overflow": 4, "pool_pre_ping": True,
+                    "pool_recycle": 300}
+    if url.startswith("postgresql"):
+        kwargs["connect_args"] = _postgres_connect_args(url, limits)
+    return kwargs
+
+
+def _postgres_connect_args(url: str, limits) -> dict:
+    """libpq's connection parameters for the timeouts (the URL's own ``options`` kept)."""
+    statement_ms = int(limits.storage_statement_timeout_s * 1000)
+    options = f"-c statement_timeout={statement_ms}"
+    given = make_url(url).query.get("options")
+    if given:
+        options = f"{given if isinstance(given, str) else ' '.join(given)} {options}"
+    silent_s = KEEPALIVE_IDLE_S + KEEPALIVE_INTERVAL_S * KEEPALIVE_COUNT
+    return {"connect_timeout": int(limits.storage_connect_timeout_s), "options": options,
+            "keepalives": 1, "keepalives_idle": KEEPALIVE_IDLE_S,
+            "keepalives_interval": KEEPALIVE_INTERVAL_S, "keepalives_count": KEEPALIVE_COUNT,
+            "tcp_user_timeout": silent_s * 1000}
 
 
 def _lock_before_reading(engine: Engine) -> None:
