@@ -16,7 +16,7 @@ import importlib
 import logging
 import sys
 
-from tuner.errors import TunerError
+from tuner.errors import StorageError, TunerError
 
 # Modules under tuner.cli that define commands; a missing one is skipped so that the
 # package can grow command by command.
@@ -119,6 +119,14 @@ def main(argv: list[str] | None = None) -> int:
     except TunerError as e:
         print(f"tuner: error: {e}", file=sys.stderr)
         return e.exit_code
+    except Exception as e:
+        from tuner.study.outage import is_storage_error, reason
+
+        if not is_storage_error(e):
+            raise
+        # a database error no command translated (a read-only file, a full disk)
+        print(f"tuner: error: storage error: {reason(e)}", file=sys.stderr)
+        return StorageError.exit_code
     except KeyboardInterrupt:
         print("tuner: interrupted", file=sys.stderr)
         return 130

@@ -7,8 +7,11 @@ runs a storage call again after 1 s, 2 s, 4 s ... (capped at 30 s) for up to
     storage unreachable, retrying in 4 s: connection to server at "db" failed: ...
 
 Only errors that mean "the database cannot be reached right now" are retried
-(``transient``); any other database error, and an outage longer than the budget, becomes
-one ``StorageError`` with the password masked. Foreign errors (SQLAlchemy, psycopg, Optuna's
+(``transient``): a connection that failed, dropped or timed out, a statement the server
+cancelled at its timeout, a lock held by another process. An error that waiting does not
+mend (``permanent``: a read-only SQLite file or folder, a full disk, a login refused) is
+not, and neither is any other database error: each, like an outage longer than the budget,
+becomes one ``StorageError`` with the password masked. Foreign errors (SQLAlchemy, psycopg, Optuna's
 ``StorageInternalError`` that wraps them) are translated here and nowhere else.
 
 The call must be safe to repeat: a write that reached the database before the connection
@@ -66,11 +69,34 @@ def _chain(error: BaseException) -> Iterator[BaseException]:
         error = error.__cause__ or error.__context__
 
 
+# SQLite's result codes that mean "another process holds the database; try again". Every
+# other error SQLite reports (read-only file or folder, disk full, cannot open the file,
+# corrupt) stays until someone mends it.
+_SQLITE_WAIT = ("SQLITE_BUSY", "SQLITE_LOCKED")
+# PostgreSQL's SQLSTATEs that waiting does not mend: disk full, a read-only transaction
+# (a standby server), no privilege.
+_POSTGRES_PERMANENT = ("53100", "25006", "42501")
+
+
+def permanent(error: BaseException) -> bool:
+    """True when the database answered and the answer will not change by waiting: a
+    refused login, a read-only SQLite file or folder, a full disk (SQLite or PostgreSQL)."""
+    for e in _chain(error):
+        if any(r in str(e) for r in _REFUSALS):
+            return True
+        name = getattr(e, "sqlite_errorname", None)
+        if name and not name.startswith(_SQLITE_WAIT):
+            return True
+        if getattr(e, "sqlstate", None) in _POSTGRES_PERMANENT:
+            return True
+    return False
+
+
 def transient(error: BaseException) -> bool:
     """True when the error means the database is unreachable (down, restarting, the
-    connection dropped), so that the same call may succeed later. A login the server
-    refused (wrong password, not allowed from this address) is not transient."""
-    if any(r in str(e) for e in _chain(error) for r in _REFUSALS):
+    connection dropped or timed out, a statement cancelled at its timeout), so that the
+    same call may succeed later. A ``permanent`` error is not transient."""
+    if permanent(error):
         return False
     for e in _chain(error):
         if isinstance(e, sqlalchemy.exc.DBAPIError) and e.connection_invalidated:
