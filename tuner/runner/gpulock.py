@@ -21,6 +21,7 @@ from pathlib import Path
 
 from tuner.errors import LaunchError
 from tuner.settings import settings
+from tuner.study.home import writable_folder
 
 INHERITED_FDS = "TUNER_GPU_LOCK_FDS"  # "gpu:fd,gpu:fd" from the launching process
 
@@ -113,8 +114,11 @@ class GpuLocks:
 
 def _open(gpu: int) -> int:
     path = lock_path(gpu)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    return os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    writable_folder(path.parent, "the GPU locks", LaunchError)
+    try:
+        return os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    except OSError as e:
+        raise LaunchError(f"cannot open the GPU lock {path}: {e.strerror}") from e
 
 
 def _study_of(gpu: int) -> str:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 import optuna
 
 from tuner import optuna_adapter
-from tuner.errors import StorageUnreachable, UsageError
+from tuner.errors import LaunchError, StorageUnreachable, UsageError
 from tuner.runner import asking, crosscheck, engine
 from tuner.runner import confirm as confirmation
 from tuner.runner.asking import Watched
@@ -39,6 +39,7 @@ from tuner.search.sampler import make_sampler
 from tuner.space.installed import unusable_here
 from tuner.study import OpenStudy, open_study
 from tuner.search.front import FrontSettings
+from tuner.study.home import writable_folder
 from tuner.study.outage import retrying
 from tuner.study.storage import HEARTBEAT_S, cache_root, study_dir
 from tuner.study.store import ask_study_engine
@@ -131,8 +132,12 @@ class Worker:
                                            spec.search.sampler, seed,
                                            front=FrontSettings.for_study(spec)), self._claim))
         self.gpus, self.n_trials, self.timeout_s = gpus, n_trials, timeout_s
-        self.slot = Slot(gpus, study_dir(study_name) / "logs", "", socket.gethostname(),
-                         cache=cache_root())
+        # Checked before any trial is asked: a trial asked and then unable to write its
+        # server's log was left RUNNING, and each restart of the worker spent another.
+        self.slot = Slot(gpus, writable_folder(study_dir(study_name) / "logs",
+                                               "the study's logs", LaunchError),
+                         "", socket.gethostname(),
+                         cache=writable_folder(cache_root(), "the engine caches", LaunchError))
         self.progress = progress or Progress(n_trials or spec.search.n_trials)
         self._check_engine(gpus)
         self.summary = Summary()

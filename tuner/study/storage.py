@@ -18,6 +18,7 @@ import sqlalchemy.exc
 from sqlalchemy import event
 from sqlalchemy.engine import Engine, make_url
 
+from tuner.study.home import writable_folder
 from tuner.study.spec import is_study_name
 from tuner.errors import StorageError, StudyNotFoundError, UsageError
 from tuner.settings import settings
@@ -182,7 +183,7 @@ def open_storage(url: str, heartbeat: bool = False,
                                  "create one with `tuner study create FILE`, or give "
                                  "--storage")
     if path is not None:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        writable_folder(path.parent, "the storage", StorageError)
     # Optuna marks the heartbeat API experimental; users need not see that on every start.
     warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
     kwargs: dict = {}
