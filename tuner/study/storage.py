@@ -182,7 +182,7 @@ def open_storage(url: str, heartbeat: bool = False,
         raise StudyNotFoundError(f"no storage at {path} (no study was created there); "
                                  "create one with `tuner study create FILE`, or give "
                                  "--storage")
-    if path is not None:
+    if path is not None and not path.exists():  # an existing one may be read where read-only
         writable_folder(path.parent, "the storage", StorageError)
     # Optuna marks the heartbeat API experimental; users need not see that on every start.
     warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
