@@ -7,7 +7,7 @@ import logging
 import sys
 import time
 
-from tuner.cli.study import add_storage_flag
+from tuner.cli.study import add_storage_flag, again, storage_source
 from tuner.cli.worker import add_trust_flags
 from tuner.durations import parse_duration
 from tuner.errors import TunerError
@@ -54,7 +54,8 @@ def _launch(args: argparse.Namespace) -> int:
     for w in launched:
         print(f"worker on GPU {','.join(map(str, w.gpus))}: pid {w.pid}, log {w.log}")
     log.info(f"study {args.study} ({mask(url)}): {len(launched)} worker(s) running; "
-             f"`tuner status {args.study}` to watch, `tuner stop {args.study}` to stop")
+             f"{again(f'tuner status {args.study}', args.storage, url)} to watch, "
+             f"{again(f'tuner stop {args.study}', args.storage, url)} to stop")
     return 0
 
 
@@ -63,17 +64,19 @@ def _status(args: argparse.Namespace) -> int:
     if args.json:
         import json
 
-        print(json.dumps(read_status(args.study, url).as_json(), indent=2))
+        print(json.dumps({**read_status(args.study, url).as_json(), "storage": mask(url)},
+                         indent=2))
         return 0
+    where = f"storage: {mask(url)} (from {storage_source(args.storage)})\n"
     if args.once or not sys.stdout.isatty():
         try:
-            print(render_status(read_status(args.study, url)), flush=True)
+            print(where + render_status(read_status(args.study, url)), flush=True)
         except BrokenPipeError:  # `tuner status S | head`
             sys.stdout = None
         return 0
     try:
         while True:  # a live view until Ctrl-C
-            text = render_status(read_status(args.study, url))
+            text = where + render_status(read_status(args.study, url))
             sys.stdout.write("\x1b[H\x1b[2J" + text + f"\n\n(every {REFRESH_S:g} s; "
                              "Ctrl-C to leave)\n")
             sys.stdout.flush()

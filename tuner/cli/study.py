@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import shlex
+
+from sqlalchemy.engine import make_url
 
 from tuner.search.sampler import require
+from tuner.settings import settings
 from tuner.study import create_study, list_studies, load_study_file, mask, resolve_url
 from tuner.trials.queries import baseline_of
 
@@ -13,6 +17,30 @@ def add_storage_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--storage", metavar="URL",
                         help="storage URL (default: $TUNER_STORAGE, else a SQLite file in "
                              "./.tuner); @FILE reads the URL from a file")
+
+
+def again(command: str, arg: str | None, url: str) -> str:
+    """``command`` (e.g. "tuner status S") as a hint that reaches the same storage: with
+    the ``--storage`` the user gave (a URL file as given; a URL only without a password,
+    which is never printed: then an export of ``TUNER_STORAGE`` is asked for instead).
+    Unchanged when the storage came from the environment or is the default."""
+    if not arg:
+        return f"`{command}`"
+    if arg.startswith("@"):
+        return f"`{command} --storage {shlex.quote(arg)}`"
+    if make_url(url).password is None:
+        return f"`{command} --storage {shlex.quote(url)}`"
+    return (f"`{command}` (first `export TUNER_STORAGE=URL` with the storage URL: it holds a "
+            "password, which is not printed)")
+
+
+def storage_source(arg: str | None) -> str:
+    """Where the storage URL came from: the flag, the environment, or the default."""
+    if arg:
+        return "--storage"
+    if settings().storage:
+        return "TUNER_STORAGE"
+    return "TUNER_STORAGE_FILE" if settings().storage_file else "the default"
 
 
 def register(subparsers) -> None:
