@@ -6,6 +6,8 @@ with a lag limit no client meets."""
 
 from __future__ import annotations
 
+import re
+
 from optuna.trial import TrialState
 
 from tuner.runner.measure import INVALID_RETRIES
@@ -50,3 +52,6 @@ def test_an_invalid_measurement_is_retried_and_spends_no_budget(study_file, tmp_
         assert len(t.user_attrs["rejected_runs"]) == 1 + INVALID_RETRIES
     assert counted(load_records(study)) == 0  # the study's budget of 2 is untouched
     assert f"{MAX_INVALID_IN_A_ROW} trials in a row measured the client" in log.read_text()
+    # the progress line says why it benchmarks again (issue 46, part 6)
+    assert re.search(r"benchmark again \(the client was (the bottleneck|starved by other "
+                     r"work on the machine): \w+_lag_p99_ms=", log.read_text()), log.read_text()

@@ -220,7 +220,7 @@ def _benchmark(spec: StudySpec, server: Server, base: TrialRecord, phases: dict,
             # The client, not the server, was measured: the server is still up, so run the
             # benchmark again rather than spend a trial.
             rejected.append(invalid)
-            phase("benchmark again")
+            phase(f"benchmark again ({invalid.split(' (')[0]})")  # why, less the remedy
             time.sleep(INVALID_PAUSE_S)
     except ServerDied as e:
         phases["benchmark"] = time.monotonic() - start
