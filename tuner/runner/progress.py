@@ -1,4 +1,8 @@
-"""One live line per trial (n of N, phase, elapsed, best so far) and a summary at the end."""
+"""One live line per trial (n of N, phase, elapsed, best so far) and a summary at the end.
+
+n of N counts the study's trials (those that spend its budget, this one included) against
+its budget, when the worker says so (``begin(trial, spent)``): a resumed worker, or one of
+several, shows where the study stands, not how many trials this worker ran."""
 
 from __future__ import annotations
 
@@ -20,8 +24,8 @@ class Progress:
         self.since = time.monotonic()
         self.best = ""
 
-    def begin(self, trial: int) -> None:
-        self.index += 1
+    def begin(self, trial: int, spent: int | None = None) -> None:
+        self.index = self.index + 1 if spent is None else spent
         self.trial, self.since = trial, time.monotonic()
 
     def set_phase(self, phase: str) -> None:

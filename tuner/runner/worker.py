@@ -138,7 +138,7 @@ class Worker:
                                                "the study's logs", LaunchError),
                          "", socket.gethostname(),
                          cache=writable_folder(cache_root(), "the engine caches", LaunchError))
-        self.progress = progress or Progress(n_trials or spec.search.n_trials)
+        self.progress = progress or Progress(spec.search.n_trials)  # the study's count
         self._check_engine(gpus)
         self.summary = Summary()
         self.invalid_run = 0
@@ -241,7 +241,8 @@ class Worker:
                   dict(prop.flags), f" (repaired: {', '.join(prop.repaired)})"
                   if prop.repaired else "")
         base = dataclasses.replace(prop.record(), worker=reg.id, host=self.slot.host)
-        self.progress.begin(trial.number)
+        self.progress.begin(trial.number, self._db(
+            lambda: queries.counted(queries.load_records(self.study))))
         t0 = time.monotonic()
 
         def phase(name: str) -> None:
