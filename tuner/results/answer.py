@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from tuner.results.best import limits_for, pick_best, ruled_out, user_limits
+from tuner.results.best import limits_for, looser_than_slo, pick_best, ruled_out, user_limits
 from tuner.results.flagdiff import changed_flags
 from tuner.results.gains import format_gains, gains
 from tuner.results.lossy import accuracy_doc, accuracy_line
@@ -49,6 +49,10 @@ def best_answer(summary: Summary, fmt: str = "cli", max_itl_p99: float | None = 
         about = "closest trial, does NOT meet the limits: " + about
     if accuracy_line(chosen):  # shown wherever the line about the trial is
         about += "; " + accuracy_line(chosen)
+    capped = looser_than_slo(spec.slo.limits(), max_itl_p99, max_ttft_p99)
+    if capped:
+        doc["limits_note"] = "; ".join(capped)
+        about += "; " + doc["limits_note"]
     text = _render(fmt, doc, about, spec, chosen, ok)
     if ok:
         return BestAnswer(text, True, None, about)

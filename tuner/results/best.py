@@ -58,6 +58,16 @@ def limits_for(slo: Mapping[str, float], max_itl_p99: float | None = None,
     return out
 
 
+def looser_than_slo(slo: Mapping[str, float], max_itl_p99: float | None = None,
+                    max_ttft_p99: float | None = None) -> list[str]:
+    """One phrase per user limit that the study's SLO overrides (the SLO is tighter, and
+    ``limits_for`` keeps the smaller bound), so the answer can say so."""
+    flags = {"p99_itl_ms": "--max-itl-p99", "p99_ttft_ms": "--max-ttft-p99"}
+    return [f"{flags[m]} {v:g} is looser than the study's SLO {m} <= {slo[m]:g}, which "
+            "applies" for m, v in user_limits(max_itl_p99, max_ttft_p99).items()
+            if m in slo and v > slo[m]]
+
+
 def preferred(goals: Sequence[Goal], prefer: Prefer) -> tuple[str, str]:
     """(metric, direction) to rank by: the study's first objective of that kind."""
     want = "maximize" if prefer == "throughput" else "minimize"
