@@ -1,0 +1,131 @@
+"""Part 6 of issue 46, "the first hour at the CLI": what tripped a new user running the
+README's commands on the simulator. Real `tuner` processes (or the CLI in-process where no
+worker runs) over real SQLite and PostgreSQL storages."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+
+from sqlalchemy.engine import make_url
+
+SIM = '''
+[model]
+path = "models/llama3-8b"
+[workload]
+input_len = 64
+output_len = 8
+max_concurrency = 4
+num_requests = 16
+warmup_requests = 0
+max_client_lag_ms = 10000
+min_gap_share = 0.0
+[search]
+n_trials = {trials}
+baselines = false
+[engine]
+kind = "sim"
+time_scale = 100
+start_timeout_s = 60
+'''
+
+
+def tuner(env: dict, cwd, *args: str, timeout: float = 240) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "tuner", *map(str, args)], env=env, cwd=cwd,
+                          capture_output=True, text=True, timeout=timeout,
+                          stdin=subprocess.DEVNULL)
+
+
+def _env(tmp_path) -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TUNER_STORAGE")}
+    return {**env, "TUNER_HOME": str(tmp_path / "home"), "TUNER_HEARTBEAT_S": "1"}
+
+
+def test_launch_hints_repeat_the_storage_and_status_names_it(study_file, tmp_path):
+    """Seen: after `tuner launch S --storage URL` the hint `tuner status S`, run as given,
+    showed another study S in the default storage."""
+    env = _env(tmp_path)
+    path = study_file(SIM.format(trials=2), "s.toml")
+    url = f"sqlite:///{tmp_path}/elsewhere.db"
+    assert tuner(env, tmp_path, "study", "create", path).returncode == 0  # the default one
+    assert tuner(env, tmp_path, "study", "create", path, "--storage", url).returncode == 0
+    out = tuner(env, tmp_path, "launch", "s", "--storage", url, "--gpus", "0")
+    assert out.returncode == 0, out.stderr
+    try:
+        hint = re.search(r"`(tuner status s[^`]*)` to watch", out.stderr)
+        assert hint and "--storage" in hint.group(1), out.stderr
+        assert f"`tuner stop s --storage {url}` to stop" in out.stderr
+        shown = tuner(env, tmp_path, *shlex.split(hint.group(1))[1:], "--once")
+        assert shown.returncode == 0, shown.stderr
+        assert shown.stdout.splitlines()[0] == f"storage: {url} (from --storage)", shown.stdout
+        assert "1 live worker" in shown.stdout or "trials spent" in shown.stdout
+        plain = tuner(env, tmp_path, "status", "s", "--once")  # the default storage's study
+        default = f"sqlite:///{tmp_path / 'home' / 'tuner.db'}"
+        assert plain.stdout.splitlines()[0] == f"storage: {default} (from the default)"
+    finally:
+        stopped = tuner(env, tmp_path, "stop", "s", "--storage", url, "--now")
+        assert stopped.returncode == 0, stopped.stderr
+
+
+def test_status_names_a_postgres_storage_without_its_password(storage_url, study_file,
+                                                              tmp_path):
+    if storage_url.startswith("postgresql"):  # trust authentication ignores the password
+        storage_url = make_url(storage_url).set(password="s3cret").render_as_string(
+            hide_password=False)
+    env = _env(tmp_path)
+    path = study_file(SIM.format(trials=2), "s.toml")
+    assert tuner(env, tmp_path, "study", "create", path, "--storage",
+                 storage_url).returncode == 0
+    shown = tuner(env, tmp_path, "status", "s", "--once", "--storage", storage_url)
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.startswith("storage: ") and "s3cret" not in shown.stdout
+    if "s3cret" in storage_url:
+        assert ":***@" in shown.stdout.splitlines()[0], shown.stdout
+
+
+def test_a_hint_never_prints_a_password():
+    from tuner.cli.study import again
+
+    url = "postgresql+psycopg://me:s3cret@db.example/tuner"
+    hint = again("tuner status s", url, url)
+    assert "s3cret" not in hint and "export TUNER_STORAGE" in hint
+    assert again("tuner status s", "@/run/url", url) == "`tuner status s --storage @/run/url`"
+    assert again("tuner status s", None, url) == "`tuner status s`"  # the environment's
+
+
+def test_a_resumed_worker_counts_the_studys_trials(study_file, tmp_path):
+    """Seen: a second worker's progress line began at [1/...] though trials were spent."""
+    from tuner.study import create_study, load_study_file
+    from tuner.testing.worker_procs import start_worker
+
+    url = f"sqlite:///{tmp_path}/t.db"
+    create_study(load_study_file(study_file(SIM.format(trials=3))), url)
+    env = {"TUNER_HOME": str(tmp_path / "home")}
+    for k in (1, 2):
+        log = tmp_path / f"worker{k}.log"
+        proc = start_worker("s", url, "0", "--n-trials", "1", env=env, log=log)
+        assert proc.wait(timeout=300) == 0, log.read_text()[-2000:]
+    first, second = ((tmp_path / f"worker{k}.log").read_text() for k in (1, 2))
+    assert re.search(r"^\[1/3\] trial 0: ", first, re.M), first
+    assert re.search(r"^\[2/3\] trial 1: ", second, re.M), second
+    assert not re.search(r"^\[1/", second, re.M), second
+
+
+def test_best_says_when_the_studys_slo_overrides_a_looser_limit(storage_url, run_cli):
+    """Seen: `tuner best --max-itl-p99 X`, X looser than the SLO, was silently capped."""
+    from tuner.testing.studies import make_study
+
+    make_study(storage_url, "mixed", n=14, name="mixed")  # SLO p99_itl_ms <= 150
+    code, out, err = run_cli("best", "mixed", "--storage", storage_url, "--max-itl-p99", "400")
+    assert code == 0, err
+    assert ("--max-itl-p99 400 is looser than the study's SLO p99_itl_ms <= 150, which "
+            "applies") in err, err
+    code, out, err = run_cli("best", "mixed", "--storage", storage_url, "--format", "json",
+                             "--max-itl-p99", "400")
+    assert code == 0 and "--max-itl-p99 400 is looser" in json.loads(out)["limits_note"]
+    code, out, err = run_cli("best", "mixed", "--storage", storage_url, "--max-itl-p99", "100")
+    assert code == 0 and "looser" not in err + out  # a tighter limit is simply applied
