@@ -129,3 +129,16 @@ def test_best_says_when_the_studys_slo_overrides_a_looser_limit(storage_url, run
     assert code == 0 and "--max-itl-p99 400 is looser" in json.loads(out)["limits_note"]
     code, out, err = run_cli("best", "mixed", "--storage", storage_url, "--max-itl-p99", "100")
     assert code == 0 and "looser" not in err + out  # a tighter limit is simply applied
+
+
+def test_a_misspelt_key_gets_the_nearest_valid_one(study_file, run_cli, tmp_path):
+    """Seen: a typo got only "remove it or check its spelling"."""
+    path = study_file('[model]\npath = "models/llama3-8b"\n[workload]\nmax_concurency = 8\n',
+                      "typo.toml")
+    code, out, err = run_cli("study", "create", path, "--storage", f"sqlite:///{tmp_path}/x.db")
+    assert code == 2 and out == ""
+    (line,) = err.strip().splitlines()
+    assert "'workload.max_concurency'" in line and "did you mean 'max_concurrency'?" in line
+    path = study_file('[model]\npath = "models/llama3-8b"\nzzz = 1\n', "far.toml")
+    code, _, err = run_cli("study", "create", path, "--storage", f"sqlite:///{tmp_path}/x.db")
+    assert code == 2 and "'model.zzz'" in err and "did you mean" not in err

@@ -5,12 +5,14 @@ An error names the file, the key and what to do about it, on one line.
 
 from __future__ import annotations
 
+import difflib
 import json
 import sys
+import typing
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from tuner.errors import StudyFileError
 from tuner.space import build_space
@@ -26,12 +28,37 @@ def _key(loc: tuple[Any, ...]) -> str:
     return ".".join(str(p) for p in loc if not str(p).startswith("function-after"))
 
 
+def _section(loc: tuple[Any, ...]) -> type[BaseModel] | None:
+    """The model (section) that holds the key at ``loc``, or None."""
+    model: Any = StudySpec
+    for part in loc[:-1]:
+        if isinstance(part, int):
+            continue  # an item of a list ([[objectives]])
+        field = model.model_fields.get(str(part)) if isinstance(model, type) else None
+        if field is None:
+            return None
+        model = next((t for t in (field.annotation, *typing.get_args(field.annotation))
+                      if isinstance(t, type) and issubclass(t, BaseModel)), None)
+    return model if isinstance(model, type) and issubclass(model, BaseModel) else None
+
+
+def _nearest(loc: tuple[Any, ...]) -> str | None:
+    """The section's valid key closest to a misspelt one (difflib), or None."""
+    section = _section(loc)
+    if section is None or not loc:
+        return None
+    found = difflib.get_close_matches(str(loc[-1]), list(section.model_fields), n=1)
+    return found[0] if found else None
+
+
 def _explain(path: Path, err: ValidationError) -> str:
     first = err.errors()[0]
     key = _key(first["loc"]) or "(top level)"
     kind = first["type"]
     if kind == "extra_forbidden":
-        hint = "remove it or check its spelling"
+        near = _nearest(first["loc"])
+        hint = (f"no such key; did you mean '{near}'?" if near
+                else "no such key; remove it or check its spelling")
     elif kind == "missing":
         hint = "add it"
     else:
