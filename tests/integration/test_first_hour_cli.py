@@ -142,3 +142,34 @@ def test_a_misspelt_key_gets_the_nearest_valid_one(study_file, run_cli, tmp_path
     path = study_file('[model]\npath = "models/llama3-8b"\nzzz = 1\n', "far.toml")
     code, _, err = run_cli("study", "create", path, "--storage", f"sqlite:///{tmp_path}/x.db")
     assert code == 2 and "'model.zzz'" in err and "did you mean" not in err
+
+
+def test_study_create_on_an_edited_file_applies_the_budget_and_refuses_the_rest(
+        storage_url, study_file, run_cli):
+    """Seen: a new n_trials or [slo] limit answered "exists, unchanged" (exit 0) and kept
+    the old values. Also seen: nothing said the name came from the file's name."""
+    from tuner.study import open_study
+
+    path = study_file(SIM.format(trials=2), "s.toml")
+    code, out, err = run_cli("study", "create", path, "--storage", storage_url)
+    assert code == 0, err
+    assert out.startswith("study s created in "), out
+    assert 'name s: from the file name (s.toml); set name = "..." in the file' in out, out
+    path.write_text(SIM.format(trials=5))
+    code, out, err = run_cli("study", "create", path, "--storage", storage_url)
+    assert code == 0, err
+    assert " updated in " in out and "changed: search.n_trials 2 -> 5" in out, out
+    assert open_study("s", storage_url).spec.search.n_trials == 5
+    code, out, err = run_cli("study", "create", path, "--storage", storage_url)
+    assert code == 0 and " exists, unchanged in " in out and "changed:" not in out, out
+
+    path.write_text(SIM.format(trials=5) + "[slo]\np99_itl_ms = 40\n")
+    code, out, err = run_cli("study", "create", path, "--storage", storage_url)
+    assert code == 2 and out == ""
+    (line,) = err.strip().splitlines()
+    assert "slo.p99_itl_ms = None (the file: 40.0)" in line and 'set name = "..."' in line
+    assert open_study("s", storage_url).spec.slo.p99_itl_ms is None  # nothing applied
+
+    named = study_file('name = "t"\n' + SIM.format(trials=2), "other.toml")
+    code, out, err = run_cli("study", "create", named, "--storage", storage_url)
+    assert code == 0 and out.startswith("study t created in ") and "file name" not in out

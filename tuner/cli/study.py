@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import argparse
 import shlex
+from pathlib import Path
 
 from sqlalchemy.engine import make_url
 
 from tuner.search.sampler import require
 from tuner.settings import settings
 from tuner.study import create_study, list_studies, load_study_file, mask, resolve_url
+from tuner.study.load import names_itself
 from tuner.trials.queries import baseline_of
 
 
@@ -60,11 +62,17 @@ def _create(args: argparse.Namespace) -> int:
     require(spec.search.sampler)  # exit 2 now rather than a traceback in every worker
     url = resolve_url(args.storage)
     opened, created = create_study(spec, url)
-    verb = "created" if created else "exists, unchanged"
+    verb = "created" if created else ("updated" if opened.changed else "exists, unchanged")
     waiting = sum(1 for t in opened.study.get_trials(deepcopy=False)
                   if t.state.name == "WAITING" and baseline_of(t))
     print(f"study {spec.name} {verb} in {mask(url)}: rules {opened.space.rules.name}, "
           f"{len(opened.space.params)} tuned flags, {waiting} baselines queued")
+    if not names_itself(args.file):
+        print(f"name {spec.name}: from the file name ({Path(args.file).name}); set "
+              "name = \"...\" in the file for another")
+    if opened.changed:
+        print(f"changed: {'; '.join(opened.changed)} (workers already running keep the old "
+              "values until they start again)")
     print(f"engine: {opened.engine_note or opened.space.engine}")
     for note in opened.space.notes:
         print(f"  {note}")

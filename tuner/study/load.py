@@ -123,6 +123,14 @@ def _read_text(path: Path) -> str:
                              f"{e.start} is 0x{data[e.start]:02x})") from None
 
 
+def names_itself(path: str | Path) -> bool:
+    """The study file sets ``name`` (else the study is named after the file)."""
+    try:
+        return "name" in tomllib.loads(_read_text(Path(path)))
+    except tomllib.TOMLDecodeError:
+        return False
+
+
 def load_study_file(path: str | Path) -> StudySpec:
     """Read and validate a study file; raise ``StudyFileError`` naming the key at fault."""
     path = Path(path)

@@ -24,6 +24,7 @@ from tuner.installed import Installed
 from tuner.installed import parse_answer
 from tuner.installed.probe import ProbeError, cached_vllm
 from tuner.space import CATALOGUE, SearchSpace, baselines, build_space
+from tuner.study.changes import CHANGEABLE, changes, first_refused
 from tuner.study.load import spec_from_json
 from tuner.study.spec import StudySpec, is_study_name
 from tuner.study.storage import mask, open_storage, sqlite_path, study_dir
@@ -49,6 +50,8 @@ class OpenStudy:
     space: SearchSpace
     # why the engine was not asked (its python missing here, say); "" when it answered
     engine_note: str = ""
+    # what `create_study` changed on an existing study ("search.n_trials 20 -> 30")
+    changed: tuple[str, ...] = ()
 
 
 def _space_or_usage_error(spec: StudySpec, installed: Installed | None = None) -> SearchSpace:
@@ -97,8 +100,10 @@ def create_study(spec: StudySpec, storage_url: str,
                  installed: Installed | None | object = ASK) -> tuple[OpenStudy, bool]:
     """Create the study, or return the existing one if its definition matches.
 
-    Returns (study, created). A study of that name with another space, objectives or rule
-    set is refused with ``StudyConflictError``. A new study enqueues the baselines. The
+    Returns (study, created). On an existing study the file's budget is applied (the keys
+    of ``changes.CHANGEABLE``; ``OpenStudy.changed`` says what changed); any other
+    difference, or another space, objectives or rule set from this host's engine, is
+    refused with ``StudyConflictError``. A new study enqueues the baselines. The
     space is decided by what the study's engine answers on this host (``installed``: that
     answer given, or None for the catalogue alone); the answer is stored on the study.
     """
@@ -111,14 +116,7 @@ def create_study(spec: StudySpec, storage_url: str,
     directions = [o.direction for o in spec.objectives]
     study = _ready_study(spec.name, storage)
     if study is not None:
-        stored = {k: study.user_attrs.get(k) for k in identity}
-        if stored != identity:
-            changed = [k.removeprefix("tuner.") for k in identity if stored[k] != identity[k]]
-            raise StudyConflictError(
-                f"study {spec.name} already exists in {mask(storage_url)} with another "
-                f"{' and '.join(changed)}; give the study a new name")
-        return OpenStudy(study, spec_from_json(study.user_attrs[SPEC], spec.name), space,
-                         note), False
+        return _existing(study, spec, storage_url, identity, space, note), False
     try:
         study = optuna.create_study(study_name=spec.name, storage=storage,
                                     directions=directions, load_if_exists=False)
@@ -138,6 +136,30 @@ def create_study(spec: StudySpec, storage_url: str,
             enqueue_as_given(study, (p.name for p in space.params), b.name, b.launch, b.flags)
     study.set_user_attr(READY, True)
     return OpenStudy(study, spec, space, note), True
+
+
+def _existing(study: optuna.Study, spec: StudySpec, storage_url: str, identity: dict,
+              space: SearchSpace, note: str) -> OpenStudy:
+    """The stored study with the file's budget applied; ``StudyConflictError`` for any
+    other change (named by its first key)."""
+    stored_spec = spec_from_json(study.user_attrs[SPEC], spec.name)
+    found = changes(stored_spec, spec)
+    bad = first_refused(found)
+    if bad is not None:
+        raise StudyConflictError(
+            f"study {spec.name} already exists in {mask(storage_url)} with {bad.key} = "
+            f"{bad.old!r} (the file: {bad.new!r}); only {', '.join(CHANGEABLE)} may change "
+            f"on a stored study: to start a new study, set name = \"...\" in the file")
+    stored = {k: study.user_attrs.get(k) for k in identity}
+    if stored != identity:
+        changed = [k.removeprefix("tuner.") for k in identity if stored[k] != identity[k]]
+        raise StudyConflictError(
+            f"study {spec.name} already exists in {mask(storage_url)} with another "
+            f"{' and '.join(changed)}; give the study a new name")
+    if found:
+        study.set_user_attr(SPEC, spec.model_dump(mode="json"))
+        stored_spec = spec
+    return OpenStudy(study, stored_spec, space, note, tuple(str(c) for c in found))
 
 
 def is_ready(attrs: dict[str, Any]) -> bool:
