@@ -173,3 +173,29 @@ def test_study_create_on_an_edited_file_applies_the_budget_and_refuses_the_rest(
     named = study_file('name = "t"\n' + SIM.format(trials=2), "other.toml")
     code, out, err = run_cli("study", "create", named, "--storage", storage_url)
     assert code == 0 and out.startswith("study t created in ") and "file name" not in out
+
+
+def test_the_template_filled_in_makes_a_study(tmp_path, run_cli):
+    """Seen: every example named one GPU box's paths (/opt/torch/..., /tmp/site); the
+    template names none, and filled in, it is a study `tuner study create` accepts."""
+    import shutil
+
+    from tuner.testing.examples import STUDIES_DIR, TEMPLATE, fill_template
+
+    text = TEMPLATE.read_text()
+    assert set(re.findall(r"<([A-Z_]+)>", text)) == {"MODEL_FOLDER", "GPU", "VLLM_PYTHON"}
+    assert "/opt/" not in text and "/tmp/" not in text
+    unfilled = tmp_path / "unfilled.toml"
+    unfilled.write_text(text)
+    code, out, err = run_cli("study", "create", unfilled, "--storage",
+                             f"sqlite:///{tmp_path}/x.db")
+    assert code == 2 and "<GPU>" in err and len(err.strip().splitlines()) == 1, err
+
+    model = tmp_path / "my-model"
+    shutil.copytree(STUDIES_DIR / "models" / "llama3-8b", model)
+    path = tmp_path / "my-model.toml"
+    path.write_text(fill_template({"MODEL_FOLDER": str(model), "GPU": "h100",
+                                   "VLLM_PYTHON": sys.executable}))
+    code, out, err = run_cli("study", "create", path, "--storage", f"sqlite:///{tmp_path}/x.db")
+    assert code == 0, err
+    assert out.startswith("study my-model created in ") and "3 baselines queued" in out, out

@@ -16,8 +16,9 @@ from tuner.space import build_space
 from tuner.space.draw import draw
 from tuner.space.numerics import lossy_flags
 from tuner.study import load_study_file
+from tuner.testing.examples import ready_study_files
 
-STUDIES = sorted((Path(__file__).resolve().parents[2] / "studies").glob("*.toml"))
+STUDIES = ready_study_files()  # the template has placeholders (test_first_hour_cli)
 N = 2000
 
 

@@ -10,8 +10,9 @@ import pytest
 
 from tuner.space import build_space
 from tuner.study import load_study_file
+from tuner.testing.examples import ready_study_files
 
-STUDIES = sorted((Path(__file__).resolve().parents[2] / "studies").glob("*.toml"))
+STUDIES = ready_study_files()  # the template has placeholders (test_first_hour_cli)
 
 BAD = [
     ('[model]\npath = "models/llama3-8b"\n[workload]\ninput_len = -5\n', "workload.input_len"),
