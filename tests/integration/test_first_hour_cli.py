@@ -149,6 +149,7 @@ def test_study_create_on_an_edited_file_applies_the_budget_and_refuses_the_rest(
     """Seen: a new n_trials or [slo] limit answered "exists, unchanged" (exit 0) and kept
     the old values. Also seen: nothing said the name came from the file's name."""
     from tuner.study import open_study
+    from tuner.study.changes import Change
 
     path = study_file(SIM.format(trials=2), "s.toml")
     code, out, err = run_cli("study", "create", path, "--storage", storage_url)
@@ -167,7 +168,10 @@ def test_study_create_on_an_edited_file_applies_the_budget_and_refuses_the_rest(
     code, out, err = run_cli("study", "create", path, "--storage", storage_url)
     assert code == 2 and out == ""
     (line,) = err.strip().splitlines()
-    assert "slo.p99_itl_ms = None (the file: 40.0)" in line and 'set name = "..."' in line
+    assert "with another slo.p99_itl_ms: None stored, the file has 40.0;" in line, line
+    assert 'set name = "..."' in line
+    token = Change("engine.env.HF_TOKEN", "hf_s3cret", "hf_other")  # (sim takes no env)
+    assert "s3cret" not in str(token) + token.values("stored, the file has")
     assert open_study("s", storage_url).spec.slo.p99_itl_ms is None  # nothing applied
 
     named = study_file('name = "t"\n' + SIM.format(trials=2), "other.toml")

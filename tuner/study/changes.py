@@ -17,6 +17,7 @@ from typing import Any
 from tuner.study.spec import StudySpec
 
 CHANGEABLE = ("description", "search.n_trials", "search.deadline", "search.patience")
+SECRET_PREFIX = "engine.env."  # values that may be tokens: named, never printed
 
 
 @dataclass(frozen=True)
@@ -26,7 +27,13 @@ class Change:
     new: Any   # the file's value
 
     def __str__(self) -> str:
-        return f"{self.key} {self.old!r} -> {self.new!r}"
+        return f"{self.key} {self.values('->')}"
+
+    def values(self, between: str) -> str:
+        """"OLD BETWEEN NEW"; an environment variable's values are not shown (a token)."""
+        if self.key.startswith(SECRET_PREFIX):
+            return "(its value differs)"
+        return f"{self.old!r} {between} {self.new!r}"
 
 
 def _flat(data: Any, prefix: str = "") -> dict[str, Any]:

@@ -147,9 +147,10 @@ def _existing(study: optuna.Study, spec: StudySpec, storage_url: str, identity: 
     bad = first_refused(found)
     if bad is not None:
         raise StudyConflictError(
-            f"study {spec.name} already exists in {mask(storage_url)} with {bad.key} = "
-            f"{bad.old!r} (the file: {bad.new!r}); only {', '.join(CHANGEABLE)} may change "
-            f"on a stored study: to start a new study, set name = \"...\" in the file")
+            f"study {spec.name} already exists in {mask(storage_url)} with another "
+            f"{bad.key}: {bad.values('stored, the file has')}; only {', '.join(CHANGEABLE)} "
+            "may change on a stored study: to start a new study, set name = \"...\" in the "
+            "file")
     stored = {k: study.user_attrs.get(k) for k in identity}
     if stored != identity:
         changed = [k.removeprefix("tuner.") for k in identity if stored[k] != identity[k]]
