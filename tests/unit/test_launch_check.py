@@ -9,11 +9,12 @@ import pytest
 from tuner.space import baselines, build_space
 from tuner.space.check import launch_problem
 from tuner.study import load_study_file
+from tuner.testing.examples import ready_study_files
 
 REPO = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.parametrize("study", sorted((REPO / "studies").glob("*.toml")), ids=lambda p: p.stem)
+@pytest.mark.parametrize("study", ready_study_files(), ids=lambda p: p.stem)
 def test_every_baseline_tuner_queues_passes(study):
     spec = load_study_file(study)
     model = spec.model.model_copy(update={"path": str(REPO / "studies/models" /
