@@ -8,20 +8,27 @@ which keeps passwords off command lines. A password is never printed: use ``mask
 
 from __future__ import annotations
 
+import difflib
+import logging
 import re
 import time
 import warnings
 from pathlib import Path
+from urllib.parse import quote_plus
 
 import optuna
+import sqlalchemy
 import sqlalchemy.exc
+import sqlalchemy.pool
 from sqlalchemy import event
-from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.engine import URL, Engine, make_url
 
 from tuner.study.home import writable_folder
 from tuner.study.spec import is_study_name
 from tuner.errors import StorageError, StudyNotFoundError, UsageError
 from tuner.settings import settings
+
+log = logging.getLogger(__name__)
 
 # A worker beats every HEARTBEAT_S; a running trial whose last beat is older than GRACE_S
 # (one and a half intervals) is failed by the next worker that looks, so a dead worker's
@@ -48,8 +55,18 @@ def study_dir(name: str) -> Path:
 
 
 def resolve_url(arg: str | None = None) -> str:
-    """The storage URL from the flag, the environment, a file, or the default."""
+    """The storage URL from the flag, the environment, a file, or the default.
+
+    ``UsageError`` for an empty ``--storage`` (an unset shell variable must not fall back
+    to a local study), a scheme other than SQLite's or PostgreSQL's (a misspelt one gets
+    a suggestion), a driver that is not installed, and a SQLite URL with no file. A
+    relative SQLite path (``sqlite:///x.db``, three slashes) is taken from the current
+    folder: the URL returned is absolute (child workers may start elsewhere), and a note
+    on stderr names the file and the four-slash form of an absolute path."""
     env = settings()
+    if arg is not None and not arg.strip():
+        raise UsageError("--storage is empty (an unset variable?); give a storage URL, or "
+                         f"leave --storage out for the default {default_url()}")
     value = arg or env.storage
     path = env.storage_file
     if value and value.startswith("@"):
@@ -69,12 +86,42 @@ def resolve_url(arg: str | None = None) -> str:
     if port is not None and not 0 < port < 65536:
         raise UsageError(f"storage URL {mask(value)!r}: port {port} is not between 1 and "
                          "65535")
-    if url.drivername.startswith("sqlite") and (url.database or ":memory:") == ":memory:":
-        raise UsageError(f"storage URL {value!r} names no file: an in-memory database "
-                         "loses the study; give a path, e.g. sqlite:///path/tuner.db")
+    given = url
     if url.drivername == "postgresql":  # the driver we ship is psycopg 3
-        value = url.set(drivername="postgresql+psycopg").render_as_string(hide_password=False)
-    return value
+        url = url.set(drivername="postgresql+psycopg")
+    _check_driver(url, value)
+    if url.drivername.startswith("sqlite") and (url.database or ":memory:") == ":memory:":
+        raise UsageError(f"storage URL {mask(value)!r} names no file: an in-memory database "
+                         "loses the study; give a path, e.g. sqlite:///path/tuner.db")
+    if url.drivername.startswith("sqlite") and not Path(url.database).is_absolute():
+        url = url.set(database=str(Path(url.database).absolute()))
+        log.warning("tuner: note: %s is a path relative to this folder: %s (an absolute "
+                    "path takes four slashes, sqlite:////path/tuner.db)", mask(value), url.database)
+    return value if url == given else url.render_as_string(hide_password=False)
+
+
+ACCEPTED = "sqlite:///PATH or postgresql+psycopg://USER@HOST/DB"
+_BACKENDS = ("sqlite", "postgresql")
+
+
+def _check_driver(url: URL, value: str) -> None:
+    """``UsageError`` unless the URL is SQLite's or PostgreSQL's with a driver installed
+    here (SQLAlchemy would fail later with "Can't load plugin" or an ImportError)."""
+    backend = url.get_backend_name()
+    if backend not in _BACKENDS:
+        near = difflib.get_close_matches(backend, _BACKENDS, n=1, cutoff=0.6)
+        hint = f" (did you mean {url.drivername.replace(backend, near[0], 1)}://?)" if near else ""
+        raise UsageError(f"storage URL {mask(value)!r}: scheme {url.drivername}:// is not "
+                         f"supported{hint}; use {ACCEPTED}")
+    try:
+        dialect = url.get_dialect()
+        dialect.import_dbapi()
+    except (sqlalchemy.exc.NoSuchModuleError, ImportError) as e:
+        raise UsageError(f"storage URL {mask(value)!r}: the driver of {url.drivername}:// is "
+                         f"not installed here ({_reason(e)}); use {ACCEPTED}") from e
+    if getattr(dialect, "is_async", False):
+        raise UsageError(f"storage URL {mask(value)!r}: {url.drivername}:// is an asyncio "
+                         f"driver, which Optuna cannot use; use {ACCEPTED}")
 
 
 def storage_env(arg: str | None, url: str) -> dict[str, str]:
@@ -99,12 +146,36 @@ def sqlite_path(url: str) -> Path | None:
     return Path(parsed.database) if parsed.drivername.startswith("sqlite") else None
 
 
+# Query keys that carry a secret in some driver SQLAlchemy accepts: libpq's password and
+# sslpassword, MySQL's passwd, ODBC's PWD, tokens and keys; and the text forms of them
+# inside a value (a libpq or ODBC connection string passed whole, e.g. dsn or odbc_connect).
+_SECRET_KEY = re.compile(r"pass|pwd|secret|token|key|credential", re.IGNORECASE)
+_SECRET_IN_TEXT = re.compile(
+    r"(\b\w*(?:pass|pwd|secret|token|key|credential)\w*\s*=\s*)('[^']*'|[^;&\s]*)",
+    re.IGNORECASE)
+_USERINFO = re.compile(r"(://[^:/@\s]*:)[^@\s]*@")
+
+
 def mask(url: str) -> str:
-    """The URL with its password replaced by ***."""
+    """The URL with every credential replaced by ***: the password of ``user:pw@``, each
+    query value whose key names a secret (``?password=``, ``?sslpassword=``, ...), and
+    such ``key=value`` pairs or ``user:pw@`` inside any other query value."""
     try:
-        return make_url(url).render_as_string(hide_password=True)
-    except Exception:  # unparseable: hide whatever stands between "user:" and "@"
-        return re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", url)
+        parsed = make_url(url)
+        base = parsed.set(query={}).render_as_string(hide_password=True)
+        pairs = [f"{key}={_masked_value(key, v)}" for key, value in parsed.query.items()
+                 for v in ((value,) if isinstance(value, str) else value)]
+        return base + ("?" + "&".join(pairs) if pairs else "")
+    except Exception:  # unparseable: mask by the text's shape
+        return _scrub(url)
+
+
+def _masked_value(key: str, value: str) -> str:
+    return "***" if _SECRET_KEY.search(key) else quote_plus(_scrub(value), safe="*/:@,")
+
+
+def _scrub(text: str) -> str:
+    return _SECRET_IN_TEXT.sub(r"\1***", _USERINFO.sub(r"\1***@", text))
 
 
 # TCP keepalives on PostgreSQL connections: a peer gone without a word (a host down, a
@@ -175,8 +246,9 @@ def _lock_before_reading(engine: Engine) -> None:
 def open_storage(url: str, heartbeat: bool = False,
                  create: bool = True) -> optuna.storages.RDBStorage:
     """An Optuna RDB storage; with ``heartbeat`` stale running trials are failed. Without
-    ``create`` a SQLite file that does not exist is ``StudyNotFoundError``, and none is
-    made (a command that reads a study must not leave an empty database behind)."""
+    ``create`` a SQLite file that does not exist, or a database without Optuna's tables,
+    is ``StudyNotFoundError``, and nothing is made (a command that reads a study must not
+    leave an empty database or tables behind)."""
     path = sqlite_path(url)
     if path is not None and not create and not path.is_file():
         raise StudyNotFoundError(f"no storage at {path} (no study was created there); "
@@ -194,6 +266,8 @@ def open_storage(url: str, heartbeat: bool = False,
                       optuna.storages.RetryHeartbeatStaleTrialCallback(max_retry=1)}
     for attempt in range(SCHEMA_RACE_TRIES):
         try:
+            if not create:
+                _require_schema(url)
             storage = optuna.storages.RDBStorage(url, engine_kwargs=_engine_kwargs(url),
                                                  skip_compatibility_check=False, **kwargs)
             if path is not None:
@@ -201,12 +275,35 @@ def open_storage(url: str, heartbeat: bool = False,
             return storage
         except (sqlalchemy.exc.SQLAlchemyError, ImportError) as e:
             reason = str(getattr(e, "orig", None) or e).strip().splitlines()[0]
-            # Processes opening a new, empty database at once each create Optuna's tables;
-            # the losers see "duplicate key" or "already exists": the tables are there now.
-            racing = isinstance(e, (sqlalchemy.exc.IntegrityError,
-                                    sqlalchemy.exc.ProgrammingError)) and (
-                "duplicate" in reason or "already exists" in reason)
-            if not racing or attempt == SCHEMA_RACE_TRIES - 1:
+            if not _lost_schema_race(e, reason) or attempt == SCHEMA_RACE_TRIES - 1:
                 raise StorageError(f"cannot open storage {mask(url)}: {reason}") from e
             time.sleep(0.2 * (attempt + 1))
     raise AssertionError("unreachable")
+
+
+# What the losers see when processes open a new, empty database at once and each creates
+# Optuna's tables: the tables are there now, and opening again finds them. PostgreSQL says
+# "duplicate key" or "already exists"; SQLite says "table studies already exists" or
+# "UNIQUE constraint failed: alembic_version.version_num".
+_RACE_WORDS = ("duplicate", "already exists", "UNIQUE constraint failed")
+
+
+def _lost_schema_race(e: Exception, reason: str) -> bool:
+    return isinstance(e, (sqlalchemy.exc.IntegrityError, sqlalchemy.exc.ProgrammingError,
+                          sqlalchemy.exc.OperationalError)) and any(
+        word in reason for word in _RACE_WORDS)
+
+
+def _require_schema(url: str) -> None:
+    """``StudyNotFoundError`` when the database holds no Optuna tables: a command that
+    only reads must not create them (``RDBStorage`` would). Errors of the connection pass
+    through as SQLAlchemy's."""
+    engine = sqlalchemy.create_engine(url, poolclass=sqlalchemy.pool.NullPool)
+    try:
+        with engine.connect() as conn:
+            found = sqlalchemy.inspect(conn).has_table("studies")
+    finally:
+        engine.dispose()
+    if not found:
+        raise StudyNotFoundError(f"no storage in {mask(url)} (no study was created there); "
+                                 "create one with `tuner study create FILE`")

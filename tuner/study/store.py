@@ -27,7 +27,7 @@ from tuner.space import CATALOGUE, SearchSpace, baselines, build_space
 from tuner.study.changes import CHANGEABLE, changes, first_refused
 from tuner.study.load import spec_from_json
 from tuner.study.spec import StudySpec, is_study_name
-from tuner.study.storage import mask, open_storage, sqlite_path, study_dir
+from tuner.study.storage import mask, open_storage, study_dir
 from tuner.trials.queries import baseline_of
 from tuner.trials.queued import enqueue_as_given
 
@@ -223,10 +223,10 @@ class StudyRow:
 
 
 def list_studies(storage_url: str) -> list[StudyRow]:
-    path = sqlite_path(storage_url)
-    if path is not None and not path.is_file():
-        return []  # nothing was ever created there; make no file
-    storage = open_storage(storage_url)
+    try:
+        storage = open_storage(storage_url, create=False)
+    except StudyNotFoundError:
+        return []  # nothing was ever created there; make no file and no tables
     rows = []
     for s in optuna.get_all_study_summaries(storage, include_best_trial=False):
         trials = storage.get_all_trials(optuna_adapter.summary_study_id(s), deepcopy=False)
