@@ -27,6 +27,7 @@ from tuner.errors import LaunchError, StorageUnreachable, UsageError
 from tuner.runner import asking, crosscheck, engine
 from tuner.runner import confirm as confirmation
 from tuner.runner.asking import Watched
+from tuner.runner.claimlock import ClaimLock
 from tuner.runner.guard import Guard
 from tuner.runner.interrupts import deferred_interrupts
 from tuner.runner.measure import Slot, measure
@@ -142,11 +143,15 @@ class Worker:
         self._check_engine(gpus)
         self.summary = Summary()
         self.invalid_run = 0
+        self.claims = ClaimLock(storage_url, study_name)
         self.started_at = time.time()
 
     def _claim(self, trial) -> None:
+        """Optuna made ``trial`` RUNNING: it counts against the budget now, so the next
+        worker may check the budget (``_done``)."""
         if self.registration is not None:
             self.registration.claim(trial)
+        self.claims.release()
 
     def _check_engine(self, gpus: tuple[int, ...]) -> None:
         """Ask this host's engine (the GPU box may have another vLLM than the host that
@@ -165,6 +170,20 @@ class Worker:
                               f"created with {space.engine}")
 
     def _done(self, started: float, dup_run: int) -> str | None:
+        """Why this worker stops now, else None; then it holds the study's claim lock
+        until its next trial is RUNNING (``_claim``), so that no other worker reads the
+        budget in between and both start the last trial (issue 47 case 8)."""
+        self.claims.acquire()
+        try:
+            reason = self._reason_to_stop(started, dup_run)
+        except BaseException:
+            self.claims.release()
+            raise
+        if reason:
+            self.claims.release()
+        return reason
+
+    def _reason_to_stop(self, started: float, dup_run: int) -> str | None:
         spec = self.opened.spec
         if self.n_trials is not None and self.summary.launched >= self.n_trials:
             return f"this worker ran its {self.n_trials} trials"
@@ -212,6 +231,7 @@ class Worker:
         except KeyboardInterrupt:
             self.summary.reason, state = "interrupted", "interrupted"
         finally:
+            self.claims.release()
             self.registration.close(state)
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
@@ -233,8 +253,12 @@ class Worker:
 
     def _one_trial(self) -> str:
         reg = self.registration
-        trial = self._db(lambda: asking.ask(self.study, self.opened.space.distributions(),
-                                            TrialRecord(worker=reg.id, host=self.slot.host)))
+        try:
+            trial = self._db(lambda: asking.ask(
+                self.study, self.opened.space.distributions(),
+                TrialRecord(worker=reg.id, host=self.slot.host)))
+        finally:
+            self.claims.release()  # given back in `_claim` already, unless the ask failed
         self._db(lambda: reg.running(trial))
         prop = self._db(lambda: propose(self.opened.space, trial))
         log.debug("trial %d: %s %s%s", trial.number, prop.baseline or "proposed",
