@@ -76,5 +76,8 @@ def test_storage_url_from_file_and_environment(tmp_path, monkeypatch):
     f = tmp_path / "url"
     f.write_text("postgresql://u:p@h/db\n")
     assert resolve_url(f"@{f}") == "postgresql+psycopg://u:p@h/db"
+    monkeypatch.setenv("TUNER_STORAGE", f"sqlite:///{tmp_path}/x.db")
+    assert resolve_url(None) == f"sqlite:///{tmp_path}/x.db"
+    monkeypatch.chdir(tmp_path)  # a relative path is taken from the current folder
     monkeypatch.setenv("TUNER_STORAGE", "sqlite:///x.db")
-    assert resolve_url(None) == "sqlite:///x.db"
+    assert resolve_url(None) == f"sqlite:///{tmp_path}/x.db"
