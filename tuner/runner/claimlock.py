@@ -10,8 +10,10 @@ its parameters (so the sampler's work is not serialised).
 The lock lives where the study does, so it holds across processes and hosts:
 PostgreSQL: a session advisory lock keyed by the study's name, on a connection of its own
 (a worker that dies drops its connection and so the lock). SQLite: an exclusive ``flock``
-on the file beside the database, ``<database>-claim`` (a SQLite file is shared by the
-processes of one host only; the kernel drops the lock with the process).
+on the database file itself, opened read-only (a SQLite file is shared by the processes of
+one host only; the kernel drops the lock with the process; SQLite's own locks are
+``fcntl`` locks, which ``flock`` does not touch on Linux; and a read-only folder or file,
+which ``tuner.study.outage`` reports as a permanent error, does not stop the lock).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from pathlib import Path
 import sqlalchemy
 import sqlalchemy.pool
 
-from tuner.study.storage import sqlite_path
+from tuner.study.storage import connect_args, sqlite_path
 
 POLL_S = 0.05
 
@@ -56,7 +58,7 @@ class ClaimLock:
             return
         try:
             if self._path is not None:
-                self._acquire_file(Path(f"{self._path}-claim"))
+                self._acquire_file(Path(self._path))
             else:
                 self._acquire_advisory()
         except BaseException:
@@ -64,14 +66,15 @@ class ClaimLock:
             raise
 
     def _acquire_file(self, path: Path) -> None:
-        self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        self._fd = os.open(path, os.O_RDONLY)
         fcntl.flock(self._fd, fcntl.LOCK_EX)
 
     def _acquire_advisory(self) -> None:
         # Polled with the non-blocking form: a wait in the server would hold off Ctrl-C.
         if self._engine is None:
             self._engine = sqlalchemy.create_engine(
-                self.url, poolclass=sqlalchemy.pool.NullPool, isolation_level="AUTOCOMMIT")
+                self.url, poolclass=sqlalchemy.pool.NullPool, isolation_level="AUTOCOMMIT",
+                connect_args=connect_args(self.url))
         self._conn = self._engine.connect()
         query = sqlalchemy.text("SELECT pg_try_advisory_lock(:key)")
         while not self._conn.execute(query, {"key": self.key}).scalar():

@@ -206,6 +206,12 @@ def _engine_kwargs(url: str) -> dict:
     return kwargs
 
 
+def connect_args(url: str) -> dict:
+    """The driver's connection arguments of ``_engine_kwargs``, for an engine of its own
+    (its timeouts: no connection of tuner's waits for ever)."""
+    return _engine_kwargs(url).get("connect_args", {})
+
+
 def _postgres_connect_args(url: str, limits) -> dict:
     """libpq's connection parameters for the timeouts (the URL's own ``options`` kept)."""
     statement_ms = int(limits.storage_statement_timeout_s * 1000)
@@ -298,7 +304,8 @@ def _require_schema(url: str) -> None:
     """``StudyNotFoundError`` when the database holds no Optuna tables: a command that
     only reads must not create them (``RDBStorage`` would). Errors of the connection pass
     through as SQLAlchemy's."""
-    engine = sqlalchemy.create_engine(url, poolclass=sqlalchemy.pool.NullPool)
+    engine = sqlalchemy.create_engine(url, poolclass=sqlalchemy.pool.NullPool,
+                                      connect_args=connect_args(url))
     try:
         with engine.connect() as conn:
             found = sqlalchemy.inspect(conn).has_table("studies")
