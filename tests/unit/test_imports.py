@@ -2,7 +2,8 @@
 
 The layers, lowest first: a package may import only packages of a lower rank (and itself):
 
-    errors, optuna_adapter, settings, version 0
+    errors, optuna_adapter, settings, limits  0
+    version
     durations, trials, loadgen, modelfolder,  1   the trial record is the hub: every layer
       installed (the engine's own answer)         above reads it, it reads none of them
     space, sim                                2
@@ -29,7 +30,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2] / "tuner"
 
 RANK = {
-    "__init__": 0, "errors": 0, "optuna_adapter": 0, "settings": 0,
+    "__init__": 0, "errors": 0, "optuna_adapter": 0, "settings": 0, "limits": 0,
     "durations": 1, "trials": 1, "loadgen": 1, "modelfolder": 1, "installed": 1,
     "space": 2, "sim": 2,
     "study": 3,

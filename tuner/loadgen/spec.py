@@ -19,6 +19,9 @@ from pydantic import (BaseModel, ConfigDict, Field, ValidationError, ValidationI
                       field_validator, model_validator)
 
 from tuner.errors import UsageError
+from tuner.limits import (MAX_CLIENT_PROCESSES, MAX_CONCURRENCY, MAX_DURATION_MS, MAX_DURATION_S,
+                          MAX_RELATIVE, MAX_REQUEST_RATE, MAX_REQUESTS, MAX_SEED, MAX_TOKENS,
+                          MAX_TURNS, MAX_VOCAB)
 
 WORKLOAD_KINDS = ("random", "shared-prefix", "multi-turn", "sharegpt")
 ENDPOINTS = ("completions", "chat", "generate")
@@ -30,7 +33,8 @@ DEFAULT_VOCAB_SIZE = 32000
 
 
 class _Spec(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # A float is finite unless its field says otherwise (request_rate, burstiness).
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 M = TypeVar("M", bound=BaseModel)
@@ -60,8 +64,20 @@ class _Direct:
 def _one_line(err: ValidationError) -> str:
     first = err.errors()[0]
     key = ".".join(str(p) for p in first["loc"])
-    msg = first["msg"].removeprefix("Value error, ")
+    msg = error_text(first)
     return f"{key}: {msg}" if key else msg
+
+
+# Pydantic's error types for a number out of bounds (their message gives the bound only).
+_BOUNDS = ("finite_number", "greater_than", "greater_than_equal", "less_than", "less_than_equal")
+
+
+def error_text(error: Any) -> str:
+    """One pydantic error's message, with the number a bound refused (inf, nan, 10**12)."""
+    msg = error["msg"].removeprefix("Value error, ")
+    if error["type"] in _BOUNDS and isinstance(error.get("input"), (int, float)):
+        msg += f", not {error['input']!r}"
+    return msg
 
 
 class Requests(_Spec):
@@ -76,14 +92,14 @@ class Requests(_Spec):
     """
 
     kind: Literal["random", "shared-prefix", "multi-turn", "sharegpt"] = "random"
-    input_len: int = Field(1024, ge=1)
-    output_len: int = Field(128, ge=0)
+    input_len: int = Field(1024, ge=1, le=MAX_TOKENS)
+    output_len: int = Field(128, ge=0, le=MAX_TOKENS)
     range_ratio: float = Field(0.0, ge=0.0, lt=1.0)
-    num_prefixes: int = Field(0, ge=0)
-    prefix_len: int = Field(0, ge=0)
-    turns: int = Field(1, ge=1)
+    num_prefixes: int = Field(0, ge=0, le=MAX_REQUESTS)
+    prefix_len: int = Field(0, ge=0, le=MAX_TOKENS)
+    turns: int = Field(1, ge=1, le=MAX_TURNS)
     dataset: str | None = None
-    seed: int = 0
+    seed: int = Field(0, ge=0, le=MAX_SEED)
 
     @field_validator("kind", mode="before")
     @classmethod
@@ -119,15 +135,23 @@ class Arrivals(_Spec):
     work saturate: a client that waits for a core stamps tokens late (``priority``)."""
 
     endpoint: Literal["completions", "chat", "generate"] = "completions"
-    max_concurrency: int | None = Field(256, ge=1)
-    request_rate: float = Field(math.inf, gt=0)
-    burstiness: float = Field(1.0, gt=0)
-    num_requests: int = Field(1000, ge=0)
-    warmup_requests: int = Field(16, ge=0)
-    max_client_lag_ms: float = Field(5.0, gt=0)
+    max_concurrency: int | None = Field(256, ge=1, le=MAX_CONCURRENCY)
+    request_rate: float = Field(math.inf, gt=0, allow_inf_nan=True)
+    burstiness: float = Field(1.0, gt=0, allow_inf_nan=True)  # inf: even gaps
+    num_requests: int = Field(1000, ge=0, le=MAX_REQUESTS)
+    warmup_requests: int = Field(16, ge=0, le=MAX_REQUESTS)
+    max_client_lag_ms: float = Field(5.0, gt=0, le=MAX_DURATION_MS)
     min_gap_share: float = Field(0.9, ge=0.0, le=1.0)
-    client_processes: int = Field(1, ge=1)
+    client_processes: int = Field(1, ge=1, le=MAX_CLIENT_PROCESSES)
     client_priority: Literal["normal", "realtime"] = "normal"
+
+    @field_validator("request_rate")
+    @classmethod
+    def _rate(cls, v: float) -> float:
+        if math.isfinite(v) and v > MAX_REQUEST_RATE:
+            raise ValueError(f"request_rate {v:g} is above {MAX_REQUEST_RATE:g} requests a "
+                             "second: give inf (closed loop) or a rate a server can see")
+        return v
 
     @property
     def closed_loop(self) -> bool:
@@ -142,9 +166,9 @@ class Stopping(_Spec):
     ``num_requests``."""
 
     early_stop: bool = False
-    throughput_ci: float = Field(0.02, gt=0)
-    itl_ci: float = Field(0.10, gt=0)
-    max_requests: int | None = Field(None, ge=1)
+    throughput_ci: float = Field(0.02, gt=0, le=MAX_RELATIVE)
+    itl_ci: float = Field(0.10, gt=0, le=MAX_RELATIVE)
+    max_requests: int | None = Field(None, ge=1, le=MAX_REQUESTS)
 
 
 class Workload(Arrivals, Requests):  # (in this order, a dump lists Requests first)
@@ -188,9 +212,9 @@ class WorkloadSpec(_Direct, Requests):
     """The load generator's requests: prompts are token ids drawn from
     ``[min_token_id, vocab_size)``; ``conversations`` multi-turn conversations."""
 
-    vocab_size: int = DEFAULT_VOCAB_SIZE
+    vocab_size: int = Field(DEFAULT_VOCAB_SIZE, le=MAX_VOCAB)
     min_token_id: int = 100
-    conversations: int = 32
+    conversations: int = Field(32, le=MAX_REQUESTS)
 
     @model_validator(mode="after")
     def _ids(self) -> "WorkloadSpec":
@@ -220,14 +244,14 @@ class LoadSpec(_Direct, Stopping, Arrivals):
     generator setting only, not a study file's.
     """
 
-    duration_s: float | None = Field(None, gt=0)
+    duration_s: float | None = Field(None, gt=0, le=MAX_DURATION_S)
     ignore_eos: bool = True
-    request_timeout_s: float = 6 * 3600.0
-    metrics_poll_s: float = 0.5
+    request_timeout_s: float = Field(6 * 3600.0, gt=0, le=MAX_DURATION_S)
+    metrics_poll_s: float = Field(0.5, gt=0, le=MAX_DURATION_S)
     http_client: Literal["fast", "aiohttp"] = "fast"
     text_prompts: bool = False
     itl_metric: Literal["itl", "itl_per_token"] = "itl"
-    think_time_ms: float = Field(0.0, ge=0)
+    think_time_ms: float = Field(0.0, ge=0, le=MAX_DURATION_MS)
 
     @property
     def request_cap(self) -> int:
@@ -241,6 +265,10 @@ class LoadSpec(_Direct, Stopping, Arrivals):
             raise ValueError("num_requests must be at least 1 (or give duration_s)")
         if self.duration_s is not None and math.isinf(self.request_rate) and not self.max_concurrency:
             raise ValueError("a duration with no request rate needs max_concurrency")
+        if (self.duration_s is not None and math.isfinite(self.request_rate)
+                and self.duration_s * self.request_rate > MAX_REQUESTS):  # paced: built first
+            raise ValueError(f"duration_s x request_rate asks for more than {MAX_REQUESTS} "
+                             "requests, each scheduled before the run")
         if self.early_stop and not (self.closed_loop and self.duration_s is None
                                     and self.client_processes == 1):
             raise ValueError("early_stop needs a closed loop (max_concurrency, no request "
@@ -269,8 +297,9 @@ class SLO:
     def __post_init__(self) -> None:
         for name in ("ttft_p99_ms", "itl_p99_ms", "tpot_ms", "e2el_ms"):
             value = getattr(self, name)
-            if value is not None and value < 0:
-                raise UsageError(f"SLO {name}={value} must be non-negative")
+            if value is not None and not 0 <= value <= MAX_DURATION_MS:
+                raise UsageError(f"SLO {name}={value} must be a finite, non-negative number "
+                                 f"of milliseconds (at most {MAX_DURATION_MS:g})")
 
     @property
     def empty(self) -> bool:

@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from tuner.errors import StudyFileError
+from tuner.loadgen.spec import error_text
 from tuner.space import build_space
 from tuner.study.spec import StudySpec
 
@@ -62,7 +63,7 @@ def _explain(path: Path, err: ValidationError) -> str:
     elif kind == "missing":
         hint = "add it"
     else:
-        hint = first["msg"].removeprefix("Value error, ")
+        hint = error_text(first)
     more = f" (and {err.error_count() - 1} more)" if err.error_count() > 1 else ""
     return f"{path}: key '{key}': {hint}{more}"
 

@@ -14,11 +14,14 @@ from pydantic import (BaseModel, ConfigDict, Field, ValidationInfo, field_valida
                       model_validator)
 
 from tuner.durations import duration_s
+from tuner.limits import (MAX_DURATION_MS, MAX_DURATION_S, MAX_HEADS, MAX_SEED, MAX_THROUGHPUT,
+                          MAX_TIME_SCALE, MAX_TOKENS, MAX_TRIALS, MAX_VOCAB)
 from tuner.loadgen.spec import Stopping, Workload
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # Every float is finite: inf and nan are no sizes, limits or values (tuner.limits).
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class ModelSection(_Section):
@@ -29,9 +32,9 @@ class ModelSection(_Section):
     dtype: Literal["auto", "bfloat16", "float16", "half", "float32"] = "auto"
     tensor_parallel_size: int = Field(1, ge=1, le=64)
     # Read from the folder's config.json at study creation when not given.
-    context_len: int | None = Field(None, ge=16)
-    num_attention_heads: int | None = Field(None, ge=1)
-    vocab_size: int | None = Field(None, ge=16)
+    context_len: int | None = Field(None, ge=16, le=MAX_TOKENS)
+    num_attention_heads: int | None = Field(None, ge=1, le=MAX_HEADS)
+    vocab_size: int | None = Field(None, ge=16, le=MAX_VOCAB)
 
 
 # Memory (GiB) of the GPUs we know by name; any other needs hardware.gpu_memory_gib.
@@ -103,17 +106,17 @@ class SLOSection(_Section):
     """Service-level objectives, told to the sampler as constraints (<= limit), and
     floors (``min_*``)."""
 
-    p99_itl_ms: float | None = Field(None, gt=0)
-    p99_ttft_ms: float | None = Field(None, gt=0)
-    p99_tpot_ms: float | None = Field(None, gt=0)
-    p99_e2el_ms: float | None = Field(None, gt=0)
+    p99_itl_ms: float | None = Field(None, gt=0, le=MAX_DURATION_MS)
+    p99_ttft_ms: float | None = Field(None, gt=0, le=MAX_DURATION_MS)
+    p99_tpot_ms: float | None = Field(None, gt=0, le=MAX_DURATION_MS)
+    p99_e2el_ms: float | None = Field(None, gt=0, le=MAX_DURATION_MS)
     # The accuracy guard's floor (tuner/accuracy/): token agreement with the default's
     # greedy completions, for trials with a lossy flag value; told as a constraint.
     min_token_agreement: float | None = Field(None, ge=0, le=1)
     # A floor on output tokens/s: the score's reference on the throughput side (points
     # below it add no hypervolume; tuner/trials/reference.py). Without it: half the
     # default's throughput. Not told to the sampler as a constraint.
-    min_output_throughput: float | None = Field(None, gt=0)
+    min_output_throughput: float | None = Field(None, gt=0, le=MAX_THROUGHPUT)
 
     def limits(self) -> dict[str, float]:
         """Upper limits by metric (constraints: value <= limit)."""
@@ -160,8 +163,8 @@ class AccuracySection(_Section):
 
 class SearchSection(_Section):
     sampler: Literal["auto", "front", "local", "tpe", "gp", "botorch", "nsga2", "random"] = "auto"
-    n_trials: int = Field(20, ge=1)
-    seed: int | None = 0
+    n_trials: int = Field(20, ge=1, le=MAX_TRIALS)
+    seed: int | None = Field(0, ge=0, le=MAX_SEED)
     baselines: bool = True
     repeats: bool = False
     # Confirmation runs (tuner/runner/confirm.py): the default and every trial whose first run
@@ -181,7 +184,7 @@ class SearchSection(_Section):
     # offset, or a duration from `tuner launch`, "8h"), nor once the hypervolume has not
     # improved for `patience` finished trials.
     deadline: str | None = None
-    patience: int | None = Field(None, ge=1)
+    patience: int | None = Field(None, ge=1, le=MAX_TRIALS)
 
     @field_validator("deadline")
     @classmethod
@@ -207,17 +210,17 @@ class EngineSection(_Section):
     command: list[str] = Field(default_factory=list)
     env: dict[str, str] = Field(default_factory=dict)
     extra_args: list[str] = Field(default_factory=lambda: ["--load-format", "dummy"])
-    start_timeout_s: float = Field(900.0, gt=0)
-    stop_grace_s: float = Field(20.0, ge=0)
+    start_timeout_s: float = Field(900.0, gt=0, le=MAX_DURATION_S)
+    stop_grace_s: float = Field(20.0, ge=0, le=MAX_DURATION_S)
     # A benchmark that has not finished by then is a hang (the server is stopped).
-    benchmark_timeout_s: float = Field(1800.0, gt=0)
+    benchmark_timeout_s: float = Field(1800.0, gt=0, le=MAX_DURATION_S)
     # A worker's first N launched trials also run `vllm bench serve` on the same server
     # and workload, and store its figures beside ours (see tuner/runner/crosscheck.py).
-    crosscheck_trials: int = Field(0, ge=0)
+    crosscheck_trials: int = Field(0, ge=0, le=MAX_TRIALS)
     # How many times `vllm bench serve` runs on each of those servers, back to back: more
     # than one gives vLLM's own run-to-run spread beside the difference between clients.
     crosscheck_repeats: int = Field(1, ge=1, le=10)
-    time_scale: float = Field(1.0, gt=0)
+    time_scale: float = Field(1.0, gt=0, le=MAX_TIME_SCALE)
 
 
 # A study name is also a folder name under $TUNER_HOME/studies: no '/', no leading '.'.
