@@ -30,8 +30,9 @@ MAX_REQUEST_RATE = 1e6
 # takes minutes and a server starts in well under an hour.
 MAX_DURATION_S = 7 * 86400.0
 MAX_DURATION_MS = MAX_DURATION_S * 1000.0
-# A relative half-width target: a half-width larger than the value itself tells nothing.
-MAX_RELATIVE = 1.0
+# A relative half-width target: past 1 any interval meets it (stop at the first one), so
+# a larger one means the same; this only refuses what is no number of that kind.
+MAX_RELATIVE = 1000.0
 # Tokens a second: above what a whole cluster generates.
 MAX_THROUGHPUT = 1e9
 # Trials of a study (and its patience, crosscheck count): each is minutes of a server's
