@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tuner.loadgen.client import RequestOutput, consume, send
-from tuner.loadgen.streams import GenerateParser, SSEParser
+from tuner.loadgen.streams import MAX_MESSAGE_BYTES, GenerateParser, SSEParser
 
 pytestmark = pytest.mark.unit
 
@@ -105,6 +105,25 @@ def test_generate_stream_with_nul_and_newline_separators():
         assert out.ttft == 0.25 and out.itl == [0.25, 0.0] and out.prompt_len == 5
 
 
+def test_a_long_message_in_many_reads_is_one_token():
+    msg = token(" a" * 500_000)
+    pieces = [msg[i:i + 4096] for i in range(0, len(msg), 4096)]
+    out = run(pieces + [DONE], [0.25] * len(pieces) + [0.5, 0.75])
+    assert out.success and out.chunks == 1
+
+
+@pytest.mark.parametrize("parser,start", [(SSEParser, b"data: "), (GenerateParser, b'{"text"')])
+def test_a_message_past_the_cap_fails_the_request_as_oversized(parser, start):
+    """Seen in issue 47: a server's endless line was buffered whole (and copied per read)."""
+    piece = b"x" * (1 << 16)
+    reads = [start + piece] + [piece] * (MAX_MESSAGE_BYTES // len(piece) + 1) + [DONE]
+    session = FakeSession(FakeResponse(200, reads))
+    out = asyncio.run(send(session, "http://x/v1/completions", b"{}", parser(),
+                           RequestOutput(), ScriptedClock([0.0] + [0.25] * len(reads) * 2)))
+    assert not out.success and out.reason == "oversized_message", out
+    assert str(MAX_MESSAGE_BYTES) in out.error
+
+
 @settings(max_examples=200, deadline=None)
 @given(cuts=st.lists(st.integers(min_value=0, max_value=400), max_size=12),
        gaps=st.lists(st.integers(min_value=0, max_value=64), min_size=20, max_size=20))
@@ -131,6 +150,13 @@ class FakeResponse:
 
     async def text(self, errors: str = "strict") -> str:
         return b"".join(self._chunks).decode()
+
+    async def read(self, n: int = -1) -> bytes:
+        data, self._chunks = b"".join(self._chunks), []
+        if n >= 0:
+            data, rest = data[:n], data[n:]
+            self._chunks = [rest] if rest else []
+        return data
 
     async def __aenter__(self):
         return self

@@ -21,8 +21,11 @@ spread evenly over the later messages (exact when every message carries one toke
 each carries ``stream_interval`` tokens but the last).
 
 A failed request is data: ``success=False`` with ``reason`` (a short category such as
-``http_500``, ``ClientPayloadError``, ``stream_error``, ``no_content``) and ``error`` (the
-detail). Nothing but cancellation escapes ``send``.
+``http_500``, ``ClientPayloadError``, ``TimeoutError``, ``oversized_message``, ``stream_error``,
+``no_content``) and ``error`` (the detail). Nothing but cancellation escapes ``send``. What the
+client reads of a reply is bounded: a stream message by ``streams.MAX_MESSAGE_BYTES``, an
+error reply's body by ``MAX_ERROR_BODY`` (the rest is not read), a whole reply by the
+request's timeout.
 """
 
 from __future__ import annotations
@@ -36,6 +39,9 @@ from dataclasses import dataclass, field
 import aiohttp
 
 Clock = Callable[[], float]
+MAX_ERROR_BODY = 2048  # bytes of a non-200 reply's body kept for its error message
+# A whole page read at once (/v1/models, /metrics): far above any server's, yet small.
+MAX_PAGE_BYTES = 16 << 20
 
 
 def request_headers() -> dict[str, str]:
@@ -70,7 +76,7 @@ class RequestOutput:
     def fail(self, e: BaseException) -> "RequestOutput":
         """Record ``e`` as this request's failure: a failed request is data."""
         self.success = False
-        self.reason = type(e).__name__
+        self.reason = getattr(e, "failure_reason", type(e).__name__)
         self.error = f"{type(e).__name__}: {e}"
         return self
 
@@ -192,13 +198,28 @@ async def send(session: aiohttp.ClientSession, url: str, body: bytes, parser,
     try:
         async with session.post(url, data=body, headers=request_headers()) as resp:
             if resp.status != 200:
-                detail = (await resp.text(errors="replace"))[:300]
+                detail = (await read_capped(resp, MAX_ERROR_BODY))[0][:300]
                 out.reason = f"http_{resp.status}"
-                out.error = f"HTTP {resp.status} {resp.reason}: {detail}"
+                out.error = (f"HTTP {resp.status} {resp.reason}: "
+                             f"{detail.decode(errors='replace')}")
                 return out
             await consume(resp.content.iter_any(), parser, clock, out)
     except asyncio.CancelledError:
         raise
+    except TimeoutError:  # aiohttp's says nothing
+        out.fail(TimeoutError(f"no complete reply within {session.timeout.total:g} s"))
     except Exception as e:  # any failure of one request is data, not the run's end
         out.fail(e)
     return out
+
+
+async def read_capped(resp: aiohttp.ClientResponse, cap: int) -> tuple[bytes, bool]:
+    """Up to ``cap`` bytes of ``resp``'s body, and whether that was all of it (the rest is
+    left unread: the connection is closed, not drained)."""
+    data = bytearray()
+    while len(data) <= cap:
+        chunk = await resp.content.read(cap + 1 - len(data))
+        if not chunk:
+            return bytes(data), True
+        data += chunk
+    return bytes(data[:cap]), False

@@ -7,7 +7,9 @@ time, lets ``h11`` (an HTTP/1.1 state machine that does no I/O) undo the framing
 read's payload to the same ``StreamTimer`` that the aiohttp path uses, so the timing rules are
 shared; the request's task wakes only once, when the response ends. Connections are kept alive
 and reused. A response whose framing is broken (a bad chunk size or Content-Length) fails its
-request at once with reason ``bad_framing``.
+request at once with reason ``bad_framing``; one whose stream the parser refuses (a message
+past ``streams.MAX_MESSAGE_BYTES``) fails with the parser's reason. Of an error reply's body
+only the first ``MAX_ERROR_BODY`` bytes are read; then the connection is closed.
 
 Over plain TCP (http://) on Linux the arrival time is the kernel's: each read is a ``recvmsg``
 with ``SO_TIMESTAMPNS``, which stamps the bytes when they reached the socket. A client busy
@@ -29,9 +31,8 @@ from urllib.parse import urlsplit
 
 import h11
 
-from tuner.loadgen.client import Clock, RequestOutput, StreamTimer, request_headers
+from tuner.loadgen.client import MAX_ERROR_BODY, Clock, RequestOutput, StreamTimer, request_headers
 
-MAX_ERROR_BODY = 2048
 READ_SIZE = 256 * 1024
 # SO_TIMESTAMPNS (Linux; the Python socket module does not name it): a struct timespec of
 # CLOCK_REALTIME with each read.
@@ -47,6 +48,8 @@ class HTTPError(Exception):
 class BadFraming(HTTPError):
     """The response's HTTP/1.1 framing is broken (a bad chunk size or Content-Length): the
     request fails at once with reason ``bad_framing``."""
+
+    failure_reason = "bad_framing"
 
 
 class _Response:
@@ -111,9 +114,16 @@ class _Response:
             return
         data = b"".join(payload)
         if self.status == 200:
-            self.timer.feed(t, data)
-        elif len(self.error_body) < MAX_ERROR_BODY:
-            self.error_body += data
+            try:
+                self.timer.feed(t, data)
+            except Exception as e:  # the parser refused the stream: the request fails now
+                self.keep_alive = False
+                self.done.set_exception(e)
+        else:
+            self.error_body += data[:MAX_ERROR_BODY - len(self.error_body)]
+            if len(self.error_body) >= MAX_ERROR_BODY:  # enough to tell why: stop reading
+                self.keep_alive = False
+                self.done.set_result(None)
 
     def _end(self) -> None:
         if self.done.done():
@@ -301,7 +311,7 @@ class Client:
                 await _within(done, self.timeout_s)
             except TimeoutError:
                 conn.close()
-                raise
+                raise TimeoutError(f"no complete reply within {self.timeout_s:g} s") from None
             except (ConnectionError, OSError):
                 # A kept-alive connection the server had closed: send once more on a new one.
                 if reused and not response.received and attempt == 0:
@@ -333,9 +343,6 @@ async def send_fast(client: Client, path: str, body: bytes, parser, out: Request
             out.error = f"HTTP {status} {reason}: {detail[:300].decode(errors='replace')}"
     except asyncio.CancelledError:
         raise
-    except BadFraming as e:
-        out.fail(e)
-        out.reason = "bad_framing"
     except Exception as e:  # any failure of one request is data, not the run's end
         out.fail(e)
     return out

@@ -3,8 +3,8 @@
 Counters are read before and after the run and reported as deltas; the KV-cache usage and
 running-requests gauges are polled during the run and reported as their peaks (a peak well
 under a cap says the cap never bound: the search reads it, ``tuner.search.binding``). A
-metric the server does not export (or a server without ``/metrics``) is left out of the
-result, never an error.
+metric the server does not export (or a server without ``/metrics``, or a page past
+``client.MAX_PAGE_BYTES``) is left out of the result, never an error.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import asyncio
 import aiohttp
 
 from tuner.loadgen.cancel import cancel_and_wait
+from tuner.loadgen.client import MAX_PAGE_BYTES, read_capped
 
 COUNTERS = {
     "preemptions": "vllm:num_preemptions_total",
@@ -67,7 +68,8 @@ async def scrape(session: aiohttp.ClientSession, base_url: str) -> dict[str, flo
         async with session.get(f"{base_url}/metrics") as resp:
             if resp.status != 200:
                 return None
-            return parse_metrics(await resp.text())
+            page, whole = await read_capped(resp, MAX_PAGE_BYTES)
+            return parse_metrics(page.decode()) if whole else None
     except (aiohttp.ClientError, asyncio.TimeoutError, UnicodeDecodeError):
         return None
 

@@ -12,7 +12,9 @@ token and pick out the usage report and any error, without decoding every chunk.
   one step's output and counts as one content chunk.
 
 ``feed(data)`` returns how many content messages completed inside ``data``; ``flush()`` does the
-same for what is left when the stream ends.
+same for what is left when the stream ends. A message still incomplete after
+``MAX_MESSAGE_BYTES`` raises ``OversizedMessage``: a server that sends an endless line fails
+its request instead of filling the client's memory.
 """
 
 from __future__ import annotations
@@ -21,13 +23,29 @@ import json
 
 _CHOICES = b'"choices":[{'
 _USAGE_OBJ = b'"usage":{'
+# One message's bytes: far above any message vLLM writes, even a long reply sent whole
+# (stream_interval 0), and small enough that a buffer of it never matters to a client.
+MAX_MESSAGE_BYTES = 16 << 20
+
+
+class OversizedMessage(ValueError):
+    """A stream message (an SSE event, a /generate object) longer than the cap."""
+
+    failure_reason = "oversized_message"
+
+
+def _capped(buf: bytearray) -> bytearray:
+    if len(buf) > MAX_MESSAGE_BYTES:
+        raise OversizedMessage(f"a stream message ran past {MAX_MESSAGE_BYTES} bytes "
+                               "without its end; the reply is not a token stream")
+    return buf
 
 
 class SSEParser:
     __slots__ = ("buf", "completion_tokens", "prompt_tokens", "error", "done")
 
     def __init__(self) -> None:
-        self.buf = b""
+        self.buf = bytearray()  # an unfinished message: grows in place, read by read
         self.completion_tokens: int | None = None
         self.prompt_tokens: int | None = None
         self.error: str | None = None
@@ -36,12 +54,17 @@ class SSEParser:
     def feed(self, data: bytes) -> int:
         if b"\r" in data:
             data = data.replace(b"\r\n", b"\n")
-        buf = self.buf + data if self.buf else data
+        if self.buf and b"\n\n" not in data and not (data[:1] == b"\n"
+                                                    and self.buf[-1:] == b"\n"):
+            self.buf += data  # no message ends in this read
+            _capped(self.buf)
+            return 0
+        buf = bytes(self.buf + data) if self.buf else data
         end = buf.rfind(b"\n\n")
         if end < 0:
-            self.buf = buf
+            self.buf = _capped(bytearray(buf))
             return 0
-        done, self.buf = buf[: end + 2], buf[end + 2:]
+        done, self.buf = buf[: end + 2], _capped(bytearray(buf[end + 2:]))
         n = done.count(b"\n\n")
         # The usual case, decided for the whole read at once: every message is a vLLM token
         # chunk. JSON escapes quotes inside strings, so these patterns cannot hide in text.
@@ -51,7 +74,7 @@ class SSEParser:
         return sum(self._message(msg) for msg in done.split(b"\n\n") if msg)
 
     def flush(self) -> int:
-        rest, self.buf = self.buf.strip(), b""
+        rest, self.buf = bytes(self.buf.strip()), bytearray()
         return self._message(rest) if rest else 0
 
     def _message(self, msg: bytes) -> int:
@@ -90,7 +113,7 @@ class GenerateParser:
     __slots__ = ("buf", "sep", "completion_tokens", "prompt_tokens", "error", "done")
 
     def __init__(self) -> None:
-        self.buf = b""
+        self.buf = bytearray()  # an unfinished object: grows in place, read by read
         self.sep: bytes | None = None
         self.completion_tokens: int | None = None
         self.prompt_tokens: int | None = None
@@ -98,21 +121,26 @@ class GenerateParser:
         self.done = False
 
     def feed(self, data: bytes) -> int:
-        buf = self.buf + data if self.buf else data
+        seps = (self.sep,) if self.sep is not None else (b"\0", b"\n")
+        if self.buf and not any(sep in data for sep in seps):
+            self.buf += data  # no object ends in this read
+            _capped(self.buf)
+            return 0
+        buf = bytes(self.buf + data) if self.buf else data
         if self.sep is None:
             self.sep = b"\0" if b"\0" in buf else (b"\n" if b"\n" in buf else None)
             if self.sep is None:
-                self.buf = buf
+                self.buf = _capped(bytearray(buf))
                 return 0
         parts = buf.split(self.sep)
-        self.buf = parts.pop()
+        self.buf = _capped(bytearray(parts.pop()))
         n = 0
         for msg in parts:
             n += 1 if msg[:9] == b'{"text": ' or msg[:8] == b'{"text":' else self._message(msg)
         return n
 
     def flush(self) -> int:
-        rest, self.buf = self.buf.strip(), b""
+        rest, self.buf = bytes(self.buf.strip()), bytearray()
         return self._message(rest) if rest else 0
 
     def _message(self, msg: bytes) -> int:
