@@ -13,13 +13,16 @@ import sys
 import time
 from pathlib import Path
 
+from tuner.durations import duration_s
 from tuner.errors import BenchmarkError, UsageError
+from tuner.limits import MAX_TIME_SCALE
 from tuner.loadgen import SLO, LoadSpec, WorkloadSpec, fetch_model, run_benchmark
 from tuner.loadgen.priority import NORMAL, PRIORITIES
 from tuner.loadgen.report import format_summary
 from tuner.loadgen.spec import ENDPOINTS, WORKLOAD_KINDS
 
 log = logging.getLogger(__name__)
+MODEL_TIMEOUT_S = 30.0  # the model lookup's own limit (a shorter --request-timeout wins)
 
 
 def register(subparsers) -> None:
@@ -53,6 +56,10 @@ def register(subparsers) -> None:
     lo.add_argument("--warmup", type=int, default=16, help="uncounted warm-up requests [16]")
     lo.add_argument("--client-processes", type=int, default=1)
     lo.add_argument("--http-client", choices=("fast", "aiohttp"), default="fast")
+    lo.add_argument("--request-timeout", default="6h", metavar="DURATION",
+                    help="the longest one request may take, its whole reply included: past "
+                         "it the request fails (reason TimeoutError); also bounds the model "
+                         "lookup and /metrics reads, e.g. 90s, 10m [6h, as vLLM's client]")
     lo.add_argument("--max-client-lag-ms", type=float, default=5.0)
     lo.add_argument("--text-prompts", action="store_true",
                     help="completions prompts as words, not token ids (servers without ids)")
@@ -91,8 +98,8 @@ def specs(args: argparse.Namespace) -> tuple[WorkloadSpec, LoadSpec, SLO]:
     """The validated specs of the command line (UsageError names the bad option)."""
     if not args.url.startswith(("http://", "https://")):
         raise UsageError(f"--url {args.url!r} must start with http:// or https://")
-    if not args.time_scale > 0:
-        raise UsageError("--time-scale must be > 0")
+    if not 0 < args.time_scale <= MAX_TIME_SCALE:
+        raise UsageError(f"--time-scale must be > 0 and at most {MAX_TIME_SCALE:g}")
     workload = WorkloadSpec(
         kind=args.workload, input_len=args.input_len, output_len=args.output_len,
         range_ratio=args.range_ratio, num_prefixes=args.num_prefixes,
@@ -103,6 +110,7 @@ def specs(args: argparse.Namespace) -> tuple[WorkloadSpec, LoadSpec, SLO]:
         burstiness=args.burstiness, num_requests=args.num_requests, duration_s=args.duration,
         warmup_requests=args.warmup, endpoint=args.endpoint,
         client_processes=args.client_processes, http_client=args.http_client,
+        request_timeout_s=_request_timeout_s(args.request_timeout),
         ignore_eos=not args.no_ignore_eos, text_prompts=args.text_prompts,
         max_client_lag_ms=args.max_client_lag_ms, min_gap_share=args.min_gap_share,
         early_stop=args.early_stop, throughput_ci=args.throughput_ci, itl_ci=args.itl_ci,
@@ -112,6 +120,13 @@ def specs(args: argparse.Namespace) -> tuple[WorkloadSpec, LoadSpec, SLO]:
     slo = SLO(ttft_p99_ms=args.slo_ttft_ms, itl_p99_ms=args.slo_itl_ms,
               tpot_ms=args.slo_tpot_ms, e2el_ms=args.slo_e2el_ms)
     return workload, load, slo
+
+
+def _request_timeout_s(text: str) -> float:
+    seconds = duration_s(text)
+    if seconds is None:
+        raise UsageError(f"--request-timeout {text!r} is not a duration; use e.g. 90s, 10m, 6h")
+    return seconds
 
 
 class ProgressBar:
@@ -150,8 +165,8 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(result.to_dict(), indent=2))
-    if result.metrics["completed"] == 0:
-        raise BenchmarkError(f"no request succeeded ({result.invalid_reason}); first error: "
+    if result.metrics["completed"] == 0:  # invalid_reason: "no request succeeded: reasons"
+        raise BenchmarkError(f"{result.invalid_reason}; first error: "
                              f"{(result.errors or ['?'])[0][:300]}")
     if not result.valid:
         log.warning("tuner: warning: this run is not valid: %s", result.invalid_reason)
@@ -159,6 +174,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def _bench(url, model, workload, load, slo, bar, time_scale):
-    model = model or await fetch_model(url)
+    model = model or await fetch_model(url, min(MODEL_TIMEOUT_S, load.request_timeout_s))
     return await run_benchmark(url, model, workload, load, slo=slo, progress=bar,
                                time_scale=time_scale)

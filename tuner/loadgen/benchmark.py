@@ -8,6 +8,7 @@ metrics, the server's view, the client's own lag and a noise estimate.
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -18,7 +19,7 @@ import aiohttp
 from tuner.errors import BenchmarkError
 from tuner.loadgen import gaps, prometheus
 from tuner.loadgen.arrivals import arrival_times, arrivals_within, share_of, shard
-from tuner.loadgen.client import RequestOutput
+from tuner.loadgen.client import MAX_PAGE_BYTES, RequestOutput, read_capped
 from tuner.loadgen.dispatch import ShardPlan, ShardResult, run_shard
 from tuner.loadgen.lag import judge, lag_stats
 from tuner.loadgen.metrics import (calculate_metrics, count_failures, noise_estimate,
@@ -30,6 +31,7 @@ from tuner.loadgen.window import Window, steady_window
 
 Progress = Callable[[int, int | None], None]
 WARMUP_SEED_OFFSET = 1_000_003
+SCRAPE_TIMEOUT_S = 10.0  # a /metrics page not read by then is left out (or the request timeout)
 
 
 @dataclass
@@ -76,18 +78,26 @@ def _json_safe(value: Any) -> Any:
     return value
 
 
-async def fetch_model(base_url: str) -> str:
-    """The first model the server lists at ``/v1/models``; BenchmarkError if unreachable."""
+async def fetch_model(base_url: str, timeout_s: float = 30.0) -> str:
+    """The first model the server lists at ``/v1/models``; BenchmarkError if the server does
+    not answer within ``timeout_s`` or its page (at most ``MAX_PAGE_BYTES``) names none."""
     url = f"{base_url.rstrip('/')}/v1/models"
     try:
-        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30)) as s:
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout_s)) as s:
             async with s.get(url) as resp:
                 resp.raise_for_status()
-                data = await resp.json(content_type=None)
-        return str(data["data"][0]["id"])
-    except (aiohttp.ClientError, TimeoutError, KeyError, IndexError, TypeError, ValueError) as e:
-        raise BenchmarkError(f"cannot read the model name from {url}: {e}; "
-                             "is the server up? (or pass the model name)") from e
+                page, whole = await read_capped(resp, MAX_PAGE_BYTES)
+        if not whole:
+            raise ValueError(f"the page is larger than {MAX_PAGE_BYTES} bytes")
+        return str(json.loads(page)["data"][0]["id"])
+    except TimeoutError:
+        raise BenchmarkError(f"cannot read the model name from {url}: no answer within "
+                             f"{timeout_s:g} s; is the server up? (or pass the model name)"
+                             ) from None
+    except (aiohttp.ClientError, KeyError, IndexError, TypeError, ValueError) as e:
+        raise BenchmarkError(f"cannot read the model name from {url}: "
+                             f"{str(e) or type(e).__name__}; is the server up? "
+                             "(or pass the model name)") from e
 
 
 async def run_benchmark(base_url: str, model: str, workload: WorkloadSpec, load: LoadSpec,
@@ -104,7 +114,8 @@ async def run_benchmark(base_url: str, model: str, workload: WorkloadSpec, load:
     warm = await _warm_up(base_url, model, workload, load)
     plans = _plans(base_url, model, workload, load)
     total = None if load.duration_s is not None else load.num_requests
-    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10)) as session:
+    scrape_s = min(SCRAPE_TIMEOUT_S, load.request_timeout_s)
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=scrape_s)) as session:
         before = await prometheus.scrape(session, base_url)
         poller = prometheus.GaugePoller(session, base_url, load.metrics_poll_s)
         poller.observe(before)
