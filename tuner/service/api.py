@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import hmac
-import ipaddress
 import time
 from typing import Any
 
@@ -30,6 +29,7 @@ from tuner.errors import StorageError, UsageError
 from tuner.results import summarise
 from tuner.results.answer import best_answer
 from tuner.results.lossy import accuracy_doc, accurate
+from tuner.results.readonly import is_loopback
 from tuner.service import status
 from tuner.space import build_space
 from tuner.study import open_storage
@@ -44,15 +44,6 @@ TOKEN = web.AppKey("token", object)
 
 class StudyMissing(Exception):
     pass
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 class Reader:
