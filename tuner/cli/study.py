@@ -59,7 +59,8 @@ def register(subparsers) -> None:
 
 def _create(args: argparse.Namespace) -> int:
     spec = load_study_file(args.file)
-    require(spec.search.sampler)  # exit 2 now rather than a traceback in every worker
+    # exit 2 now rather than a traceback in every worker
+    require(spec.search.sampler, len(spec.objectives))
     url = resolve_url(args.storage)
     opened, created = create_study(spec, url)
     verb = "created" if created else ("updated" if opened.changed else "exists, unchanged")

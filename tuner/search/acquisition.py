@@ -1,8 +1,11 @@
-"""Expected hypervolume improvement in two objectives, by Monte Carlo (pure numpy).
+"""Expected hypervolume improvement in one to three objectives, by Monte Carlo (pure numpy).
 
-Everything is minimised. ``improvement`` is the exact 2-D hypervolume a point adds to a
-front up to a reference (the area it dominates that the front does not), vectorised over
-many points; ``expected_improvement`` averages it over samples drawn from the surrogate's
+Everything is minimised. ``improvement`` is the exact hypervolume a point adds to a front up
+to a reference (the volume it dominates that the front does not), vectorised over many
+points: in two objectives a staircase of areas; in three, boxes of the region the front does
+not dominate (Optuna's box decomposition, as its GPSampler computes EHVI); in one, the
+length by which the point beats the front's best (or the reference), which is the plain
+improvement of expected improvement. ``expected_improvement`` averages it over samples drawn from the surrogate's
 posterior (common random numbers, so candidates compare on the same draws);
 ``end_improvement`` scores how far a candidate pushes one end of the front.
 
@@ -21,6 +24,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from optuna._hypervolume import get_non_dominated_box_bounds
 
 
 def staircase(front: np.ndarray, ref: np.ndarray) -> np.ndarray:
@@ -36,7 +40,13 @@ def staircase(front: np.ndarray, ref: np.ndarray) -> np.ndarray:
 
 
 def improvement(points: np.ndarray, front: np.ndarray, ref: np.ndarray) -> np.ndarray:
-    """Hypervolume each of ``points`` (... x 2) adds to ``front`` up to ``ref``."""
+    """Hypervolume each of ``points`` (... x d) adds to ``front`` (n x d) up to ``ref``;
+    d is 1, 2 or 3."""
+    dims = points.shape[-1]
+    if dims == 1:
+        return np.maximum(0.0, _best(front, ref, 0) - points[..., 0])
+    if dims == 3:
+        return _improvement_boxes(points, front, ref)
     stair = staircase(front, ref)
     lefts = np.concatenate([[-np.inf], stair[:, 0]])
     rights = np.concatenate([stair[:, 0], [ref[0]]])
@@ -45,6 +55,27 @@ def improvement(points: np.ndarray, front: np.ndarray, ref: np.ndarray) -> np.nd
     width = np.maximum(0.0, rights - np.maximum(lefts, x))
     height = np.maximum(0.0, np.minimum(heights, ref[1]) - y)
     return (width * height).sum(-1)
+
+
+def _best(front: np.ndarray, ref: np.ndarray, axis: int) -> float:
+    """The front's best value on ``axis`` among its points whose other objectives stay
+    inside ``ref``, capped at the reference."""
+    others = np.arange(front.shape[-1]) != axis
+    inside = front[(front[:, others] < ref[others]).all(-1)] if len(front) else front
+    return min(ref[axis], inside[:, axis].min()) if len(inside) else ref[axis]
+
+
+def _improvement_boxes(points: np.ndarray, front: np.ndarray, ref: np.ndarray) -> np.ndarray:
+    """``improvement`` in any number of objectives: the part of each point's box up to
+    ``ref`` that lies in the region no point of ``front`` dominates, that region cut into
+    boxes by Optuna's box decomposition."""
+    inside = front[(front < ref).all(-1)] if len(front) else front
+    if len(inside):
+        lower, upper = get_non_dominated_box_bounds(inside, ref)
+    else:
+        lower, upper = np.full((1, len(ref)), -np.inf), ref[None, :]
+    sides = np.maximum(0.0, upper - np.maximum(lower, points[..., None, :]))
+    return sides.prod(-1).sum(-1)
 
 
 def joint_draws(mean_f: np.ndarray, cov_ff: np.ndarray, mean_c: np.ndarray,
@@ -76,12 +107,11 @@ def expected_improvement(draws: np.ndarray, fronts: np.ndarray, ref: np.ndarray)
 def end_improvement(draws: np.ndarray, fronts: np.ndarray, ref: np.ndarray,
                     axis: int) -> np.ndarray:
     """Mean improvement on objective ``axis`` alone over the front's best there, counted
-    only where the other objective stays inside the reference: how far a candidate
+    only where the other objectives stay inside the reference: how far a candidate
     pushes that end of the front (each draw over the front drawn with it)."""
-    other = 1 - axis
+    others = np.arange(draws.shape[-1]) != axis
     gains = []
     for d, front in zip(draws, fronts):
-        inside = front[front[:, other] < ref[other]]
-        best = min(ref[axis], inside[:, axis].min()) if len(inside) else ref[axis]
-        gains.append(np.maximum(0.0, best - d[:, axis]) * (d[:, other] < ref[other]))
+        best = _best(front, ref, axis)
+        gains.append(np.maximum(0.0, best - d[:, axis]) * (d[:, others] < ref[others]).all(-1))
     return np.mean(gains, axis=0)

@@ -84,6 +84,7 @@ from tuner.trials.record import Outcome, TrialRecord
 from tuner.trials.reference import ReferenceRule, study_rule
 
 MOVE = "front:move"
+OBJECTIVES = (1, 2, 3)  # the numbers of objectives the sampler serves (``improvement``)
 STARTS = "starts"
 PROBES: tuple[Mapping[str, float], ...] = (
     {"max_num_batched_tokens": 0.125, "max_num_seqs": 0.125},  # towards low latency
@@ -189,6 +190,14 @@ def _probability(X: np.ndarray, y: np.ndarray, running: np.ndarray, noise: float
     return prob
 
 
+def _geometric(lengths: Sequence[np.ndarray]) -> np.ndarray:
+    """The geometric mean of the processes' length scales, dimension by dimension."""
+    product = lengths[0]
+    for more in lengths[1:]:
+        product = product * more
+    return {1: np.asarray, 2: np.sqrt, 3: np.cbrt}[len(lengths)](product)
+
+
 def choose(gain: np.ndarray, pf: np.ndarray, sd: np.ndarray, any_feasible: bool) -> int:
     """The candidate to propose: the largest expected improvement times the probability of
     feasibility ``pf``; while no measured trial is feasible, or where nothing is expected
@@ -245,7 +254,8 @@ class FrontSampler(optuna.samplers.BaseSampler):
             study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)))
 
     def sample_relative(self, study, trial, search_space) -> dict[str, Any]:
-        if not search_space or len(study.directions) != 2:
+        self._serves(len(study.directions))
+        if not search_space:
             return {}
         for _ in range(len(self.settings.probes) * 4 + 1):
             others = [t for t in study.get_trials(deepcopy=False) if t.number != trial.number]
@@ -262,6 +272,17 @@ class FrontSampler(optuna.samplers.BaseSampler):
             if not self._claimed(study, trial, move, view):
                 return params
         return {}
+
+    def _serves(self, count: int) -> None:
+        """Refuse a study of a number of objectives the sampler cannot serve, or one its
+        reference point was not made for (``tuner study create`` refuses the first)."""
+        if count not in OBJECTIVES:
+            raise ValueError(f"the front sampler serves {', '.join(map(str, OBJECTIVES))} "
+                             f"objectives, not {count}")
+        if len(self.settings.reference.bounds) != count:
+            raise ValueError(f"the front sampler's reference has "
+                             f"{len(self.settings.reference.bounds)} objectives, the study "
+                             f"{count}: give FrontSettings.for_study(spec)")
 
     @staticmethod
     def _claimed(study, trial, move, view: "View") -> bool:
@@ -433,27 +454,27 @@ class View:
         values = np.maximum(np.abs(np.array([t.values for t in self.measured], float)), 1e-9)
         spread = self.spread()
         Xe, ve = self.echoed(X, values)
-        fits = [fit_power(Xe, ve[:, j], spread[j], self.cells) for j in range(2)]
+        fits = [fit_power(Xe, ve[:, j], spread[j], self.cells) for j in range(self.count)]
         gps = [gp for gp, _ in fits]
         self.powers = tuple(power for _, power in fits)
         running = np.array([self.enc.encode(t.params) for t in self.running]
                            + [self.enc.encode(p) for p in self.pending]).reshape(-1, X.shape[1])
         gps = [gp.believing(running) for gp in gps]
         feas = self.feasibility(running)
-        cands = self.candidates(X, rng, np.sqrt(gps[0].lengths * gps[1].lengths))
+        cands = self.candidates(X, rng, _geometric([gp.lengths for gp in gps]))
         if not len(cands):
             return None
         typical = np.median(values, 0)
         ties = np.array([max(spread[j], relative(gps[j].noise_sd, typical[j], self.powers[j]),
-                             self.s.tie) for j in range(2)])
+                             self.s.tie) for j in range(self.count)])
         ok = np.array([feasible(t) for t in self.measured], bool)
         at = np.vstack([X[ok], running])  # the front's points: feasible, then in flight
         preds = [gp.predict(cands) for gp in gps]  # (mean, sd) of each objective
         fronts, draws = self.draws(at, np.arange(len(at)) < ok.sum(), gps, cands, preds, ties,
                                    rng)
         ref, aim = self.reference(), self.aim()
-        gain = (expected_improvement(draws, fronts, ref) if aim == "ehvi"
-                else end_improvement(draws, fronts, ref, int(aim[-1])))
+        gain = (end_improvement(draws, fronts, ref, int(aim[-1])) if aim.startswith("end")
+                else expected_improvement(draws, fronts, ref))
         sd = np.stack([p[1] for p in preds], 1)
         pf = feas(cands)
         best = choose(gain, pf, sd.sum(1), any(feasible(t) for t in self.measured))
@@ -461,13 +482,21 @@ class View:
                                               "gain": float(gain[best]),
                                               "feasible": float(pf[best])}
 
+    @property
+    def count(self) -> int:
+        """The study's number of objectives."""
+        return len(self.maximise)
+
     def aim(self) -> str:
         """What this model proposal maximises: the expected hypervolume improvement, or,
-        one proposal in ``ends``, one end of the front (objective 0, then 1, in turn)."""
+        one proposal in ``ends``, one end of the front (objective 0, then 1, ..., in turn);
+        with one objective its expected improvement (``ei``: the front has no ends)."""
+        if self.count == 1:
+            return "ei"
         n = sum(1 for m in self.moves if m.get("kind") == "model")
         if n % self.s.ends != self.s.ends - 1:
             return "ehvi"
-        return f"end:{(n // self.s.ends) % 2}"
+        return f"end:{(n // self.s.ends) % self.count}"
 
     def objectives(self, z: np.ndarray) -> np.ndarray:
         """Values on the processes' scales (``powers``) -> minimised objectives (a
@@ -484,11 +513,12 @@ class View:
     def draws(self, at, measured, gps, cands, preds, ties, rng) -> tuple[np.ndarray, np.ndarray]:
         """Posterior draws of the front (the processes at ``at``) and of the candidates
         (``preds``: each process's mean and sd there), jointly (``joint_draws``): (k x points
-        x 2, k x candidates x 2), minimised; each ``measured`` point of the front made better
+        x d, k x candidates x d; d objectives), minimised; each ``measured`` point of the front made better
         by its ties."""
         k = self.s.draws
         normal = np.random.default_rng(rng.integers(2 ** 32))
-        z_f, z_c = normal.standard_normal((2, k, len(at))), normal.standard_normal((2, k, 1))
+        d = self.count
+        z_f, z_c = normal.standard_normal((d, k, len(at))), normal.standard_normal((d, k, 1))
         fronts, draws = [], []
         for j, (gp, (mean_c, sd_c)) in enumerate(zip(gps, preds)):
             mean_f, _ = gp.predict(at)
@@ -500,7 +530,7 @@ class View:
                 self.objectives(np.stack(draws, -1)))
 
     def better(self, z: np.ndarray, measured: np.ndarray, ties: np.ndarray) -> np.ndarray:
-        """Front points' values on the processes' scales (... x n x 2) -> minimised
+        """Front points' values on the processes' scales (... x n x d) -> minimised
         objectives, each ``measured`` point made better by its ties, relative (a candidate
         must beat it by more to add volume)."""
         factor = np.exp(measured[:, None] * np.where(self.maximise, ties, -ties))
@@ -510,11 +540,11 @@ class View:
         """Each objective's median relative spread (range over median) over the measured
         trials repeated at least twice (the record's ``spread``: confirmation runs), else 0."""
         out = []
-        for m in self.s.metrics or ("", ""):
+        for m in self.s.metrics or ("",) * self.count:
             spreads = [record_of(t).spread.get(m) for t in self.measured]
             vals = [sp.rel for sp in spreads if sp is not None and sp.n > 1]
             out.append(float(np.median(vals)) if vals else 0.0)
-        return np.array(out[:2])
+        return np.array(out[:self.count])
 
     @cached_property
     def measured_x(self) -> np.ndarray:

@@ -12,8 +12,8 @@ import warnings
 
 import optuna
 
-from tuner.errors import SamplerUnavailable
-from tuner.search.front import FrontSampler, FrontSettings
+from tuner.errors import SamplerUnavailable, UsageError
+from tuner.search.front import OBJECTIVES, FrontSampler, FrontSettings
 from tuner.search.local import LocalSampler
 from tuner.study.spec import DEFAULT_OBJECTIVES
 from tuner.trials.reference import rule_for
@@ -31,10 +31,16 @@ def resolve(name: str) -> str:
     return AUTO if name == "auto" else name
 
 
-def require(name: str) -> None:
-    """Refuse a sampler whose packages are missing (``SamplerUnavailable``, exit 2), so a
-    study file that names one fails at ``tuner study create``, not in every worker."""
-    name = resolve(name)
+def require(name: str, objectives: int | None = None) -> None:
+    """Refuse a sampler whose packages are missing (``SamplerUnavailable``, exit 2), or
+    one that cannot serve the study's number of ``objectives`` (``UsageError``, exit 2), so
+    a study file that names one fails at ``tuner study create``, not in every worker."""
+    given, name = name, resolve(name)
+    if name == "front" and objectives is not None and objectives not in OBJECTIVES:
+        said = "" if given == name else f" (the {name} sampler)"
+        raise UsageError(f"search.sampler = {given!r}{said} serves 1 to {max(OBJECTIVES)} "
+                         f"objectives; this study has {objectives}: give fewer objectives "
+                         "or choose another sampler (search.sampler = \"tpe\" or \"nsga2\")")
     missing = [pkg for module, pkg in NEEDS.get(name, ()) if not _installed(module)]
     if missing:
         raise SamplerUnavailable(f"search.sampler = {name!r} needs {' and '.join(missing)}: "
