@@ -112,3 +112,12 @@ def write_note(study: optuna.Study, trial_id_: int, version: int, body: str,
     storage.set_study_system_attr(sid, _note.note_ver_key(trial_id_), version)
     for key, value in [*chunks.items(), *((k, "") for k in stale if attrs[k])]:
         storage.set_study_system_attr(sid, key, value)
+
+
+def non_dominated_boxes(front, ref):
+    """(lower, upper) corners (boxes x objectives) of boxes that tile the region below
+    ``ref`` that no point of ``front`` (minimised, each inside ``ref``) dominates: Optuna's
+    box decomposition, as its GPSampler computes expected hypervolume improvement."""
+    from optuna._hypervolume import get_non_dominated_box_bounds
+
+    return get_non_dominated_box_bounds(front, ref)

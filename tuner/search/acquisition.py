@@ -2,11 +2,12 @@
 
 Everything is minimised. ``improvement`` is the exact hypervolume a point adds to a front up
 to a reference (the volume it dominates that the front does not), vectorised over many
-points: in two objectives a staircase of areas; in three, boxes of the region the front does
-not dominate (Optuna's box decomposition, as its GPSampler computes EHVI); in one, the
+points: in two objectives a staircase of areas; in three, boxes of the region the front
+does not dominate (Optuna's box decomposition, as its GPSampler computes EHVI); in one, the
 length by which the point beats the front's best (or the reference), which is the plain
-improvement of expected improvement. ``expected_improvement`` averages it over samples drawn from the surrogate's
-posterior (common random numbers, so candidates compare on the same draws);
+improvement of expected improvement. ``expected_improvement`` averages it over samples
+drawn from the surrogate's posterior (common random numbers, so candidates compare on the
+same draws);
 ``end_improvement`` scores how far a candidate pushes one end of the front.
 
 The front is drawn with the candidates (``joint_draws``): the measured points' values are
@@ -24,7 +25,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from optuna._hypervolume import get_non_dominated_box_bounds
+
+from tuner.optuna_adapter import non_dominated_boxes
 
 
 def staircase(front: np.ndarray, ref: np.ndarray) -> np.ndarray:
@@ -71,7 +73,7 @@ def _improvement_boxes(points: np.ndarray, front: np.ndarray, ref: np.ndarray) -
     boxes by Optuna's box decomposition."""
     inside = front[(front < ref).all(-1)] if len(front) else front
     if len(inside):
-        lower, upper = get_non_dominated_box_bounds(inside, ref)
+        lower, upper = non_dominated_boxes(inside, ref)
     else:
         lower, upper = np.full((1, len(ref)), -np.inf), ref[None, :]
     sides = np.maximum(0.0, upper - np.maximum(lower, points[..., None, :]))

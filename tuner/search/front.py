@@ -1,5 +1,10 @@
 """The default sampler: Bayesian optimisation of the whole throughput vs latency front.
 
+It serves one, two or three objectives (``OBJECTIVES``), their directions and metrics the
+study's; the text below speaks of the default two (throughput, p99 ITL). Three: the same
+expected hypervolume improvement (``tuner.search.acquisition``), each end pushed in turn.
+One: expected improvement over the best feasible value (the move's aim ``ei``), no ends.
+
 ``FrontSampler`` learns from the told trials only (never the engine):
 
 1. **probes** (``FrontSettings.probes``): after the enqueued baselines, a few moves from
@@ -14,7 +19,7 @@
    the default into another categorical cell (the article's rules turn its prefix caching
    off), that is each started baseline that keeps the value taken. Under rules that leave
    it as it is, that is each started baseline in another mode (``Param.mode``). Either
-   parent is skipped once a measured trial on the other side beats it on both objectives.
+   parent is skipped once a measured trial on the other side beats it on every objective.
 2. then, once ``min_trials`` trials measured, a **model**: one Gaussian process per
    objective (on the Box-Cox power of its values that the likelihood prefers, the log
    or another, ``tuner.search.outputs``; ``tuner.search.surrogate``; a mode switch such as
@@ -396,8 +401,8 @@ class View:
         launch without chunked prefill), so the probes run where that value is allowed;
         when they take nothing, each started baseline that the rules leave as it is in a
         mode (``FrontSettings.cells``) no parent runs, so the probes cover both sides of a
-        mode switch; none that a measured trial on the other side already beats on both
-        objectives (the default counts when the rules took nothing from it)."""
+        mode switch; none that a measured trial on the other side already beats on every
+        objective (the default counts when the rules took nothing from it)."""
         if self.default is None or not started(self.default):
             return []
         here = origin(self.default, self.space)
@@ -425,8 +430,8 @@ class View:
 
     def dominated(self, t: FrozenTrial, taken: Mapping[str, Any],
                   changed: bool = True) -> bool:
-        """Whether a measured trial without the ``taken`` values beats ``t`` on both
-        objectives: the other side of the choice already does better (``changed``: the
+        """Whether a measured trial without the ``taken`` values beats ``t`` on every
+        objective: the other side of the choice already does better (``changed``: the
         rules change the default, so its values cannot be had and do not count)."""
         mine = np.where(self.maximise, -np.array(t.values), np.array(t.values))
         for other in self.measured:
@@ -513,8 +518,8 @@ class View:
     def draws(self, at, measured, gps, cands, preds, ties, rng) -> tuple[np.ndarray, np.ndarray]:
         """Posterior draws of the front (the processes at ``at``) and of the candidates
         (``preds``: each process's mean and sd there), jointly (``joint_draws``): (k x points
-        x d, k x candidates x d; d objectives), minimised; each ``measured`` point of the front made better
-        by its ties."""
+        x d, k x candidates x d; d objectives), minimised; each ``measured`` point of the
+        front made better by its ties."""
         k = self.s.draws
         normal = np.random.default_rng(rng.integers(2 ** 32))
         d = self.count

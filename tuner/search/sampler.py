@@ -59,7 +59,8 @@ def make_sampler(name: str, seed: int | None, n_startup_trials: int = 8, *,
     """A sampler that reads the trials' constraints (``trial.set_constraint``); TPE also
     knows about running trials (constant liar) unless ``constant_liar`` is False.
     ``front``: the front sampler's settings (``tuner.search.FrontSettings.for_study``);
-    without them it scores against twice the default's latency and half its throughput."""
+    without them it scores the default objectives (two) against twice the default's latency
+    and half its throughput."""
     name = resolve(name)
     warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
     if name == "front":
