@@ -27,7 +27,8 @@ vLLM prints them; the rest are differences between line stamps (whole seconds):
     kv_profile      the profiling run, as stated, and the KV-cache sizing after it
     graph_capture   CUDA-graph capture, as stated
     warmup          graph capture (eager: KV sizing) -> init engine done (kernel warm-up,
-                    JIT and autotuning: 15-20 s on the H200 for a new budget, ~1 s again)
+                    JIT and autotuning: long for a new budget, short once it was seen;
+                    docs/starts.md has the figures)
     init_engine     the engine core's stated total (profile, KV cache, warm-up)
     api_ready       init engine done -> the API server's startup complete
     logged          first to last of these lines
