@@ -54,13 +54,13 @@ def test_a_tampered_queued_baseline_starts_no_server(storage_url, study_file, tm
     told = {r.baseline: r for r in load_records(study)}
     bad = told["default"]
     assert bad.state == "fail" and bad.outcome == record.FAILED, bad
-    assert bad.failure["class"] == "refused"
-    assert "--gpu-memory-utilization 5" in bad.failure["message"]
-    assert "\n" not in bad.failure["message"]
+    assert bad.failure.kind == "refused"
+    assert "--gpu-memory-utilization 5" in bad.failure.message
+    assert "\n" not in bad.failure.message
     assert not bad.command and not bad.log  # no server was started with it
     assert not list(tmp_path.rglob(f"trial-{bad.number:05d}.log"))
     # the untouched baseline after it still starts as given (how well the tiny workload
     # measures on a loaded machine is not this test's business)
     article = told["article"]
-    assert (article.failure or {}).get("class") != "refused", article.failure
+    assert article.failure is None or article.failure.kind != "refused", article.failure
     assert "--enforce-eager" in article.command and "--gpu-memory-utilization" in article.command

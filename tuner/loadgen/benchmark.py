@@ -34,13 +34,15 @@ WARMUP_SEED_OFFSET = 1_000_003
 SCRAPE_TIMEOUT_S = 10.0  # a /metrics page not read by then is left out (or the request timeout)
 
 
-@dataclass
+@dataclass(frozen=True, kw_only=True)
 class BenchmarkResult:
     """The outcome of one run. ``metrics`` uses vLLM's result-JSON keys; ``valid`` is False
     (with ``invalid_reason``) when the numbers describe the client rather than the server
     (``lag_reason``), or when the run saw too few inter-token gaps to tell vLLM's ITL.
     ``unobservable`` maps each metric family whose gaps were not seen (``gaps.ITL``,
-    ``gaps.PER_TOKEN``) to why; ``invalid_for`` judges the metrics a study tells."""
+    ``gaps.PER_TOKEN``) to why; ``invalid_for`` judges the metrics a study tells. Built with
+    keywords; the maps are the load generator's JSON (the runner reads them as the trial
+    record's typed parts, ``tuner.trials.parts``)."""
 
     metrics: dict[str, float]
     failures: dict[str, int]
@@ -202,10 +204,12 @@ def _result(shards: list[ShardResult], t0: float, workload: WorkloadSpec, load: 
     window = steady_window(outputs, load.itl_metric) if load.closed_loop else None
     stop = shards[0].stop_reason if len(shards) == 1 else "count"
     metrics.update(steady_metrics(window, load.itl_metric))
-    return BenchmarkResult(to_simulated_time(metrics, time_scale), count_failures(outputs),
-                           server, client, reason is None, reason, noise_estimate(outputs),
-                           config, errors, time_scale, lag, unseen,
-                           window_in_simulated_time(window, time_scale), stop)
+    return BenchmarkResult(
+        metrics=to_simulated_time(metrics, time_scale), failures=count_failures(outputs),
+        server=server, client=client, valid=reason is None, invalid_reason=reason,
+        noise=noise_estimate(outputs), config=config, errors=errors, time_scale=time_scale,
+        lag_reason=lag, unobservable=unseen,
+        window=window_in_simulated_time(window, time_scale), stop_reason=stop)
 
 
 def steady_metrics(window: Window | None, itl_metric: str) -> dict[str, float]:

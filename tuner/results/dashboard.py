@@ -82,8 +82,8 @@ def trial_note(s: Summary, r: TrialRecord) -> str:
             lines += ["The load generator was the bottleneck of this run: the numbers "
                       "understate the server.", ""]
     if r.failure:
-        message = str(r.failure.get("message", "")).replace("`", "'")[:500]
-        lines += [f"Failure ({r.failure.get('class', '?')}): `{message}`", ""]
+        message = str(r.failure.message or "").replace("`", "'")[:500]
+        lines += [f"Failure ({r.failure.kind or '?'}): `{message}`", ""]
     if r.flags:
         lines += ["Flags that differ from vLLM's defaults: "
                   f"`{flag_words(changed_flags(r.flags, s.space.defaults))}`"]

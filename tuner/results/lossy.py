@@ -11,6 +11,7 @@ from typing import Any
 
 from tuner.space.numerics import lossy_flags
 from tuner.trials import TrialRecord
+from tuner.trials.parts import Accuracy
 from tuner.trials.record import ACCURACY
 
 MARK = "[lossy]"
@@ -31,21 +32,21 @@ def accuracy_line(r: TrialRecord) -> str:
     if not lossy:
         return ""
     names = ", ".join(f"{k}={v}" for k, v in lossy.items())
-    acc = r.accuracy or {}
-    if acc.get("token_agreement") is not None:
-        diff = acc.get("logprob_diff")
-        text = (f"token agreement {acc['token_agreement']:.3f}"
+    acc = r.accuracy or Accuracy()
+    if acc.token_agreement is not None:
+        diff = acc.logprob_diff
+        text = (f"token agreement {acc.token_agreement:.3f}"
                 + (f", logprob diff {diff:.4f}" if diff is not None else "")
-                + f" vs trial {acc.get('reference_trial')}")
-        limit = acc.get("min_token_agreement")
+                + f" vs trial {acc.reference_trial}")
+        limit = acc.min_token_agreement
         if limit is not None:
             text += (f" (>= {limit:g}: passed)" if accurate(r)
                      else f" (< {limit:g}: INFEASIBLE)")
-    elif acc.get("error"):
-        text = f"not checked: {acc['error']} (INFEASIBLE)"
+    elif acc.error:
+        text = f"not checked: {acc.error} (INFEASIBLE)"
     else:
         text = "no accuracy check recorded"
-    caveat = acc.get("caveat")
+    caveat = acc.caveat
     return f"LOSSY {names}: {text}" + (f"; {caveat}" if caveat else "")
 
 
@@ -53,5 +54,5 @@ def accuracy_doc(r: TrialRecord) -> dict[str, Any]:
     """JSON fields: the lossy flags and the guard's attribute (None for lossless trials)."""
     lossy = lossy_flags(r.flags)
     return {"lossy_flags": lossy, "lossless": not lossy,
-            "accuracy": dict(r.accuracy) if r.accuracy and lossy else None,
+            "accuracy": r.accuracy.to_json() if r.accuracy and lossy else None,
             "meets_accuracy": accurate(r)}

@@ -101,7 +101,7 @@ def _trials_table(s: Summary) -> str:
     for r in s.records:
         note = ""
         if r.failure:
-            note = f"{r.failure.get('class', '')}: {r.failure.get('message', '')}"[:300]
+            note = f"{r.failure.kind or ''}: {r.failure.message or ''}"[:300]
         elif r.duplicate_of is not None:
             note = f"same flags as trial {r.duplicate_of}"
         if accuracy_line(r):

@@ -17,6 +17,7 @@ import numpy as np
 
 from tuner.trials import pareto
 from tuner.trials.pareto import Goal
+from tuner.trials.parts import Window
 from tuner.trials.record import Spread, TrialRecord
 
 # Per run, what the repetitions keep besides the objectives (small, JSON-safe): the
@@ -46,10 +47,10 @@ def runs_to_add(first: Sequence[float], violations: Mapping[str, float], default
 
 
 def repetition(metrics: Mapping[str, float], objectives: Sequence[str],
-               window: Mapping | None) -> dict:
-    """One run's record among the repetitions."""
+               window: Window | Mapping | None) -> dict:
+    """One run's record among the repetitions (its window as stored)."""
     kept = {k: float(metrics[k]) for k in (*objectives, *KEPT) if k in metrics}
-    return {"metrics": kept, "window": dict(window) if window else None}
+    return {"metrics": kept, "window": Window.of(window).to_json() if window else None}
 
 
 def spread(runs: Sequence[Mapping[str, float]], metrics: Sequence[str]) -> dict[str, Spread]:

@@ -29,7 +29,8 @@ from tuner.runner.interrupts import deferred_interrupts, run_interruptible
 from tuner.runner.ports import free_port
 from tuner.runner.server import Server
 from tuner.study.spec import StudySpec
-from tuner.trials import queries, record
+from tuner.trials import record
+from tuner.trials.parts import Failure, FailureKind
 from tuner.trials.record import TrialRecord
 
 Phase = Callable[[str], None]
@@ -56,7 +57,19 @@ INVALID_PAUSE_S = 1.0
 
 
 class ServerDied(EngineError):
-    pass
+    """The server stopped serving during a benchmark: ``kind`` says how."""
+
+    kind = FailureKind.CRASH_DURING_BENCHMARK
+
+
+class ServerCrashed(ServerDied):
+    """The server exited during the benchmark."""
+
+
+class ServerHung(ServerDied):
+    """The benchmark gave no result within the study's timeout."""
+
+    kind = FailureKind.HANG
 
 
 def workload_of(spec: StudySpec) -> WorkloadSpec:
@@ -115,19 +128,21 @@ async def _watched_benchmark(server: Server, spec: StudySpec, phase: Phase, run:
             break
         if server.returncode() is not None:
             task.cancel()
-            raise ServerDied(f"server exited with code {server.returncode()} during the "
-                             "benchmark")
+            raise ServerCrashed(f"server exited with code {server.returncode()} during "
+                                "the benchmark")
         if time.monotonic() - start > spec.engine.benchmark_timeout_s:
             task.cancel()
-            raise ServerDied(f"benchmark hung: no result within "
+            raise ServerHung(f"benchmark hung: no result within "
                              f"{spec.engine.benchmark_timeout_s:.0f} s")
     return task.result()
 
 
-def _failure(kind: str, message: str, server: Server) -> dict[str, Any]:
-    log = server.log()
-    return {"class": kind, "message": message, "returncode": server.returncode(),
-            "log_tail": logparse.tail(log), "log": str(server.log_path)}
+def _failure(kind: FailureKind | str, message: str, server: Server) -> Failure:
+    """The failure with the server's exit code (stored also when None), log tail and log."""
+    return Failure.from_json({"class": kind, "message": message,
+                              "returncode": server.returncode(),
+                              "log_tail": logparse.tail(server.log()),
+                              "log": str(server.log_path)})
 
 
 @contextlib.contextmanager
@@ -224,8 +239,7 @@ def _benchmark(spec: StudySpec, server: Server, base: TrialRecord, phases: dict,
             time.sleep(INVALID_PAUSE_S)
     except ServerDied as e:
         phases["benchmark"] = time.monotonic() - start
-        kind = "hang" if "hung" in str(e) else "crash-during-benchmark"
-        return record.failed(_failure(kind, str(e), server), base)
+        return record.failed(_failure(e.kind, str(e), server), base)
     phases["benchmark"] = time.monotonic() - start
     if "warmup_s" in result.client:
         phases["warmup"] = result.client["warmup_s"]
@@ -236,23 +250,23 @@ def _benchmark(spec: StudySpec, server: Server, base: TrialRecord, phases: dict,
                                stop_reason=result.stop_reason)
     ran = dataclasses.replace(base, metrics=metrics)
     if server.returncode() is not None:
-        return record.failed(_failure("crash-during-benchmark", "server exited with code "
-                                      f"{server.returncode()} during the benchmark", server),
-                             ran)
+        return record.failed(_failure(FailureKind.CRASH_DURING_BENCHMARK, "server exited with "
+                                      f"code {server.returncode()} during the benchmark",
+                                      server), ran)
     if not metrics.get("completed"):
         reasons = ", ".join(f"{k} x{v}" for k, v in result.failures.items()) or "none completed"
-        return record.failed(_failure("benchmark-failed", f"no request completed: {reasons}",
-                                      server), ran)
+        return record.failed(_failure(FailureKind.BENCHMARK_FAILED,
+                                      f"no request completed: {reasons}", server), ran)
     if invalid is not None:  # never told: a p99 ITL of 0 would win the latency objective
-        return record.failed({"class": queries.INVALID_MEASUREMENT, "message": invalid}, ran)
+        return record.failed(Failure(kind=FailureKind.INVALID_MEASUREMENT, message=invalid),
+                             ran)
     missing = [o.metric for o in spec.objectives if o.metric not in metrics]
     if missing:
         why = (": the steady window was too short for an interval (more requests, or "
                "measurement.early_stop)" if any(m.startswith("steady_") for m in missing)
                else "")
-        return record.failed({"class": "benchmark-failed",
-                              "message": f"no value for {', '.join(missing)}{why}"},
-                             ran)
+        return record.failed(Failure(kind=FailureKind.BENCHMARK_FAILED,
+                                     message=f"no value for {', '.join(missing)}{why}"), ran)
     return record.measured(spec, metrics, base)
 
 

@@ -46,6 +46,7 @@ from tuner.study.storage import HEARTBEAT_S, cache_root, study_dir
 from tuner.study.store import ask_study_engine
 from tuner.trials import drift, pareto, queries, record
 from tuner.trials.queued import enqueue_as_given
+from tuner.trials.parts import Failure
 from tuner.trials.record import TrialRecord
 
 log = logging.getLogger(__name__)
@@ -365,5 +366,5 @@ def _short(told: TrialRecord) -> str:
     if told.outcome in (record.MEASURED, record.DUPLICATE) and m:
         return (f"{m.get('output_throughput', 0):,.0f} tok/s, p99 ITL "
                 f"{m.get('p99_itl_ms', 0):,.1f} ms")
-    failure = told.failure or {}
-    return f"{failure.get('class', '')}: {str(failure.get('message', ''))[:120]}"
+    failure = told.failure or Failure()
+    return f"{failure.kind or ''}: {str(failure.message or '')[:120]}"

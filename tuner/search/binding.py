@@ -37,6 +37,7 @@ from optuna.distributions import BaseDistribution, CategoricalDistribution
 
 from tuner.search.steps import movable
 from tuner.space.defaults import CAPTURE_TOP, cudagraph_capture_size
+from tuner.trials.parts import ServerView
 
 SEQS, MEMORY, PREFIX = "max_num_seqs", "gpu_memory_utilization", "enable_prefix_caching"
 BUDGET = "max_num_batched_tokens"
@@ -44,7 +45,8 @@ MARGIN = 0.9  # a peak under 90% of a cap: the cap was never reached
 NO_HITS = 0.01  # a prefix-cache hit rate under 1%: nothing was found cached
 
 
-def unbound_moves(params: Mapping[str, Any], server: Mapping[str, float] | None,
+def unbound_moves(params: Mapping[str, Any],
+                  server: ServerView | Mapping[str, float] | None,
                   space: Mapping[str, BaseDistribution],
                   flags: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
     """Configurations that differ from ``params`` (what a trial ran with, in the space's
@@ -52,7 +54,8 @@ def unbound_moves(params: Mapping[str, Any], server: Mapping[str, float] | None,
     end of the range where it stays unreached; each would have measured the same. Only
     flags the space searches; none without a report. ``flags``: every flag the trial ran
     with (``TrialRecord.flags``), for those the space does not search (vLLM's defaults
-    where absent)."""
+    where absent); ``server`` as stored is read as its ``ServerView``."""
+    server = ServerView.of(server)
     if not server:
         return []
     ran = {**(flags or {}), **params}
@@ -63,7 +66,7 @@ def unbound_moves(params: Mapping[str, Any], server: Mapping[str, float] | None,
             out.append({**params, name: value})
 
     seqs = _numeric(space, SEQS)
-    peak = server.get("running_peak")
+    peak = server.running_peak
     # a gauge polled as 0 over a run that served requests saw nothing (the CPU build's API
     # process can lag its engine by the whole of a short run): it tells no cap
     if seqs is not None and peak is not None and 1 <= peak < MARGIN * params[SEQS]:
@@ -78,12 +81,12 @@ def unbound_moves(params: Mapping[str, Any], server: Mapping[str, float] | None,
             if low < params[SEQS]:
                 move(SEQS, low)
     memory = _numeric(space, MEMORY)
-    usage = server.get("kv_cache_usage_peak")
+    usage = server.kv_cache_usage_peak
     if (memory is not None and usage is not None and 0 < usage < MARGIN
-            and server.get("preemptions", 0.0) == 0 and memory.high > params[MEMORY]):
+            and (server.preemptions or 0.0) == 0 and memory.high > params[MEMORY]):
         move(MEMORY, memory.high)
     prefix = space.get(PREFIX)
-    queries, hits = server.get("prefix_cache_queries", 0.0), server.get("prefix_cache_hits")
+    queries, hits = server.prefix_cache_queries or 0.0, server.prefix_cache_hits
     if (isinstance(prefix, CategoricalDistribution) and False in prefix.choices
             and params.get(PREFIX) is True and queries > 0 and hits is not None
             and hits < NO_HITS * queries):

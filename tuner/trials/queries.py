@@ -19,6 +19,7 @@ import optuna
 from optuna.trial import FrozenTrial, TrialState
 
 from tuner import optuna_adapter
+from tuner.trials.parts import FailureKind
 from tuner.trials.record import (COMPLETE, DEFAULT_BASELINE, DUPLICATE, FAIL, INFEASIBLE,
                                  MEASURED, RUNNING, STARTS, STOPPED, Outcome, TrialRecord,
                                  flags_key)
@@ -40,11 +41,11 @@ def load_records(study: optuna.Study) -> tuple[TrialRecord, ...]:
 
 # A failed trial of this class measured the client, not the server (the runner ran it
 # again on the same server first): it says nothing of its flags and spends no budget.
-INVALID_MEASUREMENT = "invalid-measurement"
+INVALID_MEASUREMENT = FailureKind.INVALID_MEASUREMENT
 
 
 def measured_the_client(r: TrialRecord) -> bool:
-    return r.state == FAIL and (r.failure or {}).get("class") == INVALID_MEASUREMENT
+    return r.state == FAIL and r.failure is not None and r.failure.kind == INVALID_MEASUREMENT
 
 
 def counted(records: Sequence[TrialRecord]) -> int:

@@ -22,18 +22,22 @@ attributes on the way (phases, the cross-check). The outcomes (``Outcome``):
                ``accuracy`` holds the guard's figures, see ``tuner.accuracy.guard``).
 ``infeasible`` the configuration could not start (the rules, or vLLM refused it, or it ran
                out of memory): told as COMPLETE with ``starts`` = 1, the study's worst
-               acceptable values, and ``failure`` = {class, message, log_tail}, so that
+               acceptable values, and ``failure`` (a ``Failure``: kind, message, log tail), so that
                constrained samplers learn the infeasible region.
 ``duplicate``  its effective flags were already measured: told with that measurement and
                ``duplicate_of`` = the measured trial's number, without a launch.
 ``failed``     the server crashed or hung during the benchmark: FAIL, with ``failure``.
+
+The parts that are JSON objects (``server``, ``client``, ``window``, ``start_phases``,
+``failure``, ``accuracy``, ``vllm_bench``) are typed (``tuner.trials.parts``): a record built
+with a mapping for one reads it as its part, and each is stored as it was (its ``to_json``).
 ``stopped``    the user stopped the worker: FAIL with ``stopped`` = true; enqueued again.
 
 Adding an attribute is a one-place change: add a field to ``TrialRecord`` with a default
 (None, (), {} or False: an old study then reads it as that) and a line in the field list
 below. ``to_user_attrs`` / ``from_user_attrs`` go over the fields, so nothing else changes;
 a field whose stored form is not plain JSON (a tuple, an int, a typed value) names its
-reader in ``_READ``.
+reader in ``_READ``, or is a part (``PARTS``) with a field of its own (``tuner.trials.parts``).
 """
 
 from __future__ import annotations
@@ -45,6 +49,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from tuner.space.numerics import lossy_flags
+from tuner.trials.parts import (Accuracy, ClientView, Failure, Part, ServerView, StartPhases,
+                                VllmBench, Window)
 
 if TYPE_CHECKING:  # the builders read a spec; trials/ imports no layer above it
     from tuner.study.spec import StudySpec
@@ -112,11 +118,11 @@ class TrialRecord:
     baseline: str | None = None             # default | article | article-chunked
     repaired: tuple[str, ...] = ()          # rule ids that moved the proposal
     metrics: Mapping[str, float] = field(default_factory=dict)  # vLLM's metric names
-    server: Mapping[str, Any] | None = None     # /metrics deltas: preemptions, ...
-    noise: Mapping[str, Any] | None = None      # run-to-run noise per metric (relative)
-    client: Mapping[str, Any] | None = None     # the load generator's lag; valid false: it
-    #                                             was the bottleneck
-    failures: Mapping[str, Any] | None = None   # failed requests by reason
+    server: ServerView | None = None        # /metrics deltas and peaks: preemptions, ...
+    noise: Mapping[str, float] | None = None    # run-to-run noise per metric (relative)
+    client: ClientView | None = None        # the load generator's lag; valid false: it
+    #                                         was the bottleneck
+    failures: Mapping[str, int] | None = None   # failed requests by reason
     rejected_runs: tuple[str, ...] = ()     # why benchmark runs were repeated
     kv_cache_tokens: int | None = None      # KV-cache size from the startup log
     vllm_version: str | None = None
@@ -127,18 +133,18 @@ class TrialRecord:
     gpus: tuple[int, ...] = ()
     log: str | None = None                  # the server's log file
     phases: Mapping[str, float] | None = None   # seconds: start, warmup, benchmark, stop...
-    start_phases: Mapping[str, Any] | None = None  # the start from vLLM's log (runner/
+    start_phases: StartPhases | None = None  # the start from vLLM's log (runner/
     #                     startlog.py): process_start, api_start, engine_start, weights,
     #                     compile (+ compile_cache hit|miss), kv_profile, graph_capture...
-    failure: Mapping[str, Any] | None = None    # {class, message, log_tail} when not measured
+    failure: Failure | None = None          # kind, message, log tail when not measured
     duplicate_of: int | None = None         # duplicates: the measured trial's number
     stopped: bool = False                   # stopped trials only
     interrupted: bool = False               # measured, then the worker was interrupted
     recorded_for: int | None = None         # a copy told for a trial closed meanwhile
-    vllm_bench: Mapping[str, Any] | None = None  # `vllm bench serve`'s figures (cross-check)
+    vllm_bench: VllmBench | None = None     # `vllm bench serve`'s figures (cross-check)
     # The steady window of the benchmark and its 95 % intervals (tuner/loadgen/window.py),
     # and why the run stopped sending: count | duration | early | cap.
-    window: Mapping[str, Any] | None = None
+    window: Window | None = None
     stop_reason: str | None = None
     # As vLLM ran (launch flag, else its start log): both change what the client sees.
     async_scheduling: bool | None = None
@@ -147,13 +153,15 @@ class TrialRecord:
     # per objective the spread over them; the told values are the medians.
     repeats: tuple[Mapping[str, Any], ...] = ()
     spread: Mapping[str, Spread] = field(default_factory=dict)
-    accuracy: Mapping[str, Any] | None = None   # the accuracy guard: role, figures, verdict
+    accuracy: Accuracy | None = None        # the accuracy guard: role, figures, verdict
     extra: Mapping[str, Any] = field(default_factory=dict)  # attributes this version does
     #                                                         not know, kept as they are
 
     def __post_init__(self) -> None:
         if self.outcome is not None and not isinstance(self.outcome, Outcome):
             object.__setattr__(self, "outcome", Outcome(self.outcome))
+        for name, part in PARTS.items():  # a mapping given (or stored): its part
+            object.__setattr__(self, name, part.of(getattr(self, name)))
 
     @property
     def told(self) -> bool:
@@ -177,7 +185,7 @@ class TrialRecord:
     @property
     def client_valid(self) -> bool:
         """False when the load generator, not the server, was the bottleneck."""
-        return bool((self.client or {}).get("valid", True))
+        return self.client is None or self.client.valid is None or bool(self.client.valid)
 
     def metric(self, name: str) -> float | None:
         value = self.metrics.get(name)
@@ -221,7 +229,8 @@ def _same(value: Any) -> Any:
 
 
 def _numbers(value: Mapping[str, Any]) -> dict[str, float]:
-    return {k: float(v) for k, v in (value or {}).items()
+    """The numbers of a stored map, as stored (an int stays an int: it is written back so)."""
+    return {k: v for k, v in (value or {}).items()
             if isinstance(v, (int, float)) and not isinstance(v, bool)}
 
 
@@ -246,6 +255,12 @@ _READ: dict[str, Callable[[Any], Any]] = {
                                    float(s["max"])) for k, s in v.items()},
 }
 
+# The attributes stored as a typed part (``tuner.trials.parts``): field -> its part.
+PARTS: dict[str, type[Part]] = {
+    "server": ServerView, "client": ClientView, "start_phases": StartPhases,
+    "failure": Failure, "vllm_bench": VllmBench, "window": Window, "accuracy": Accuracy,
+}
+
 _ATTR_FIELDS = tuple(f for f in dataclasses.fields(TrialRecord)
                      if f.name not in TRIAL_FIELDS and f.name != "extra")
 
@@ -257,6 +272,8 @@ def _default(f: dataclasses.Field) -> Any:
 def _json(value: Any) -> Any:
     if isinstance(value, Outcome):
         return value.value
+    if isinstance(value, Part):
+        return value.to_json()
     if isinstance(value, Spread):
         return {**dataclasses.asdict(value), "rel": value.rel}
     if isinstance(value, tuple):
@@ -281,28 +298,29 @@ def slo_constraints(spec: StudySpec, metrics: Mapping[str, float] | None) -> dic
     return out
 
 
-def accuracy_constraint(spec: StudySpec, accuracy: Mapping[str, Any] | None,
+def accuracy_constraint(spec: StudySpec, accuracy: Accuracy | Mapping[str, Any] | None,
                         flags: Mapping[str, Any], started: bool = True) -> dict[str, float]:
     """``accuracy:token_agreement`` = limit - agreement (<= 0 is met) in a guarded study:
     a replayed trial's own agreement (none: not checked, 1.0), a lossless one's 1 by its
     class; 1.0 when nothing started, or for lossy ``flags`` nobody checked. Empty for a
     study without a lossy flag."""
-    limit = spec.accuracy_limit
+    limit, accuracy = spec.accuracy_limit, Accuracy.of(accuracy)
     if limit is None:
         return {}
     if not started or (not accuracy and lossy_flags(flags)):
         return {ACCURACY: 1.0}
-    if not accuracy or accuracy.get("role") != "replay":
+    if not accuracy or accuracy.role != "replay":
         return {ACCURACY: limit - 1.0}
-    value = accuracy.get("token_agreement")
+    value = accuracy.token_agreement
     return {ACCURACY: 1.0 if value is None else limit - float(value)}
 
 
 def with_accuracy(spec: StudySpec, told: TrialRecord,
-                  accuracy: Mapping[str, Any]) -> TrialRecord:
+                  accuracy: Accuracy | Mapping[str, Any]) -> TrialRecord:
     """A measured record with the guard's attribute and its constraint."""
-    cons = {**told.constraints, **accuracy_constraint(spec, accuracy, told.flags)}
-    return dataclasses.replace(told, accuracy=dict(accuracy), constraints=cons)
+    acc = Accuracy.of(accuracy)
+    cons = {**told.constraints, **accuracy_constraint(spec, acc, told.flags)}
+    return dataclasses.replace(told, accuracy=acc, constraints=cons)
 
 
 def measured(spec: StudySpec, metrics: Mapping[str, float], base: TrialRecord) -> TrialRecord:
@@ -312,12 +330,13 @@ def measured(spec: StudySpec, metrics: Mapping[str, float], base: TrialRecord) -
                                constraints=cons, outcome=MEASURED, metrics=dict(metrics))
 
 
-def infeasible(spec: StudySpec, failure: Mapping[str, Any], base: TrialRecord) -> TrialRecord:
+def infeasible(spec: StudySpec, failure: Failure | Mapping[str, Any],
+               base: TrialRecord) -> TrialRecord:
     values = tuple(spec.worst_value(o) for o in spec.objectives)
     cons = {STARTS: 1.0, **slo_constraints(spec, None),
             **accuracy_constraint(spec, None, base.flags, started=False)}
     return dataclasses.replace(base, state=COMPLETE, values=values, constraints=cons,
-                               outcome=INFEASIBLE, failure=dict(failure))
+                               outcome=INFEASIBLE, failure=Failure.of(failure))
 
 
 # What a duplicate copies from the trial that measured its flags (unless its own base has it).
@@ -326,15 +345,20 @@ DUPLICATED = ("metrics", "server", "kv_cache_tokens", "failure", "accuracy")
 
 def duplicate(of: TrialRecord, base: TrialRecord) -> TrialRecord:
     copied = {k: getattr(of, k) for k in DUPLICATED
-              if getattr(base, k) in (None, {}) and getattr(of, k) not in (None, {})}
+              if _empty(getattr(base, k)) and not _empty(getattr(of, k))}
     return dataclasses.replace(base, state=COMPLETE, values=tuple(of.values),
                                constraints=dict(of.constraints), outcome=DUPLICATE,
                                duplicate_of=of.number, **copied)
 
 
-def failed(failure: Mapping[str, Any], base: TrialRecord) -> TrialRecord:
+def _empty(value: Any) -> bool:
+    """None, {} or an empty part."""
+    return value is None or value == {} or (isinstance(value, Part) and not value)
+
+
+def failed(failure: Failure | Mapping[str, Any], base: TrialRecord) -> TrialRecord:
     return dataclasses.replace(base, state=FAIL, values=None, constraints={},
-                               outcome=FAILED, failure=dict(failure))
+                               outcome=FAILED, failure=Failure.of(failure))
 
 
 def stopped(base: TrialRecord) -> TrialRecord:
