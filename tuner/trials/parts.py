@@ -224,7 +224,7 @@ class Accuracy(Part):
     reference_trial: int | None = None
     token_agreement: float | None = None
     logprob_diff: float | None = None
-    prompts: int | Sequence[str] | None = None  # a count (replay) or the prompt set's name
+    prompts: int | None = None                 # how many prompts were compared
     max_tokens: int | None = None
     diverged: int | None = None
     agreed_tokens: int | None = None
