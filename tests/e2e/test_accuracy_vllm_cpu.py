@@ -71,7 +71,7 @@ def test_the_guard_scores_a_replay_against_a_scripted_reference(
                            TrialRecord(flags=flags))
     checked = Guard(study).check(spec, tiny_server.server.url, str(tiny_model_dir), told, 5)
     acc = checked.accuracy
-    assert acc["token_agreement"] == pytest.approx((8 / 16 + 0 + 1 + 1) / 4)
-    assert acc["diverged"] == 2 and acc["reference_trial"] == 0 and acc["passed"] is False
-    assert acc["caveat"] == guard.DUMMY  # dummy weights: says nothing about quality
+    assert acc.token_agreement == pytest.approx((8 / 16 + 0 + 1 + 1) / 4)
+    assert acc.diverged == 2 and acc.reference_trial == 0 and acc.passed is False
+    assert acc.caveat == guard.DUMMY  # dummy weights: says nothing about quality
     assert checked.constraints[record.ACCURACY] == pytest.approx(0.97 - 0.625)

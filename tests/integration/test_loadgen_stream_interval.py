@@ -93,8 +93,8 @@ def test_the_runner_refuses_an_itl_it_could_not_see(tmp_path):
     told = _measure(_study(tmp_path, 0, "p99_itl_ms"), tmp_path)
     assert told.state == "fail" and told.outcome == record.FAILED
     failure = told.failure
-    assert failure["class"] == "invalid-measurement"
-    assert failure["message"].startswith("p99_itl_ms: ITL not observable")
+    assert failure.kind == "invalid-measurement"
+    assert failure.message.startswith("p99_itl_ms: ITL not observable")
     assert "rejected_runs" not in told.to_user_attrs()  # the server's batching: no second run
 
 
