@@ -117,9 +117,9 @@ def test_confirmation_runs_keep_every_repetition_and_tell_the_medians(tmp_path):
     assert told.outcome == record.MEASURED and len(asked) == 1
     assert told.phases["confirm"] > 0  # their own phase, not the tuner's overhead
     runs = told.repeats
-    assert len(runs) == 3 and runs[0]["metrics"]["output_throughput"] == asked[0]
+    assert len(runs) == 3 and runs[0].metrics["output_throughput"] == asked[0]
     spread = told.spread["output_throughput"]
-    values = sorted(r["metrics"]["output_throughput"] for r in runs)
+    values = sorted(r.metrics["output_throughput"] for r in runs)
     assert spread.n == 3 and spread.median == values[1] == told.values[0]
     assert (spread.min, spread.max) == (values[0], values[2])
     stored = TrialRecord.from_user_attrs(json.loads(json.dumps(told.to_user_attrs())))
@@ -127,6 +127,6 @@ def test_confirmation_runs_keep_every_repetition_and_tell_the_medians(tmp_path):
     # Each run keeps its own TTFT and ITL: a cross-check compares vLLM's run with the last.
     for key in ("median_ttft_ms", "p99_ttft_ms", "mean_ttft_ms", "median_itl_ms",
                 "mean_itl_ms"):
-        assert all(r["metrics"][key] > 0 for r in stored.repeats), key
+        assert all(r.metrics[key] > 0 for r in stored.repeats), key
     assert stored.first_run["median_ttft_ms"] == told.metrics["median_ttft_ms"]
-    assert stored.last_run == runs[2]["metrics"]
+    assert stored.last_run == runs[2].metrics

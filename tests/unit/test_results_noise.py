@@ -96,8 +96,8 @@ def test_each_run_keeps_the_figures_a_cross_check_compares():
     r = confirmed(FIRST, SECOND)
     for key in ("median_ttft_ms", "p99_ttft_ms", "median_itl_ms", "mean_ttft_ms",
                 "mean_itl_ms"):
-        assert [run["metrics"][key] for run in r.repeats] == [FIRST[key], SECOND[key]]
-    assert "median_e2el_ms" not in r.repeats[0]["metrics"]  # small: not every metric
+        assert [run.metrics[key] for run in r.repeats] == [FIRST[key], SECOND[key]]
+    assert "median_e2el_ms" not in r.repeats[0].metrics  # small: not every metric
     # Told: the objectives' medians, the first run's TTFT; the runs: each its own.
     assert r.metrics["p99_itl_ms"] == pytest.approx((154.0 + 103.7) / 2)
     assert r.metrics["median_ttft_ms"] == 1886.3

@@ -16,8 +16,8 @@ from tuner.loadgen.benchmark import BenchmarkResult
 from tuner.runner.measure import ServerCrashed, ServerDied, ServerHung
 from tuner.search.binding import unbound_moves
 from tuner.trials import from_frozen, queries
-from tuner.trials.parts import (Accuracy, Failure, FailureKind, Interval, ServerView,
-                                VllmBench, Window)
+from tuner.trials.parts import (Accuracy, Failure, FailureKind, Interval, Repeat,
+                                ServerView, VllmBench, Window)
 from tuner.trials.record import PARTS, TrialRecord, failed
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -62,6 +62,10 @@ def test_every_stored_part_is_typed_and_round_trips(path, tmp_path):
             seen.add(name)
             assert isinstance(getattr(r, name), part)
             assert _text(part.from_json(stored).to_json()) == _text(stored)
+        for run, stored in zip(r.repeats, t.user_attrs.get("repeats", ())):
+            seen.add("repeats")
+            assert isinstance(run, Repeat) and isinstance(run.window, (Window, type(None)))
+            assert _text(Repeat.from_json(stored).to_json()) == _text(stored)
         for part in (r.window, r.server, r.client, r.start_phases, r.vllm_bench):
             if part is not None:  # every stored key is a field (a null is kept aside)
                 assert all(v is None for v in part.extra.values()), part.extra

@@ -264,3 +264,12 @@ class VllmBench(Part):
         return cls(figures={k: v for k, v in data.items() if k not in named},
                    **{k: v for k, v in data.items() if k in named and v is not None},
                    extra={k: v for k, v in data.items() if k in named and v is None})
+
+
+@dataclass(frozen=True)
+class Repeat(Part):
+    """One benchmark run among a trial's confirmation runs (``tuner.runner.confirm``): the
+    figures it keeps (``confirm.KEPT``) and its steady window (None: not a closed loop)."""
+
+    metrics: Mapping[str, float] | None = None
+    window: Window | None = _nested(Window)

@@ -49,8 +49,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from tuner.space.numerics import lossy_flags
-from tuner.trials.parts import (Accuracy, ClientView, Failure, Part, ServerView, StartPhases,
-                                VllmBench, Window)
+from tuner.trials.parts import (Accuracy, ClientView, Failure, Part, Repeat, ServerView,
+                                StartPhases, VllmBench, Window)
 
 if TYPE_CHECKING:  # the builders read a spec; trials/ imports no layer above it
     from tuner.study.spec import StudySpec
@@ -98,6 +98,15 @@ class Spread:
     def covers(self, gain_pct: float) -> bool:
         """Whether a gain (percent) lies inside this spread (needs two runs or more)."""
         return self.n > 1 and abs(gain_pct) <= 100.0 * self.rel
+
+    def to_json(self) -> dict[str, Any]:
+        """Stored with its ``rel`` (for readers of the JSON; ``from_json`` computes it)."""
+        return {**dataclasses.asdict(self), "rel": self.rel}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Spread:
+        return cls(int(data["n"]), float(data["median"]), float(data["min"]),
+                   float(data["max"]))
 
 
 @dataclass(frozen=True)
@@ -151,7 +160,7 @@ class TrialRecord:
     stream_interval: int | None = None
     # Confirmation runs (search.confirm; tuner/runner/confirm.py): every run's figures, and
     # per objective the spread over them; the told values are the medians.
-    repeats: tuple[Mapping[str, Any], ...] = ()
+    repeats: tuple[Repeat, ...] = ()
     spread: Mapping[str, Spread] = field(default_factory=dict)
     accuracy: Accuracy | None = None        # the accuracy guard: role, figures, verdict
     extra: Mapping[str, Any] = field(default_factory=dict)  # attributes this version does
@@ -162,6 +171,7 @@ class TrialRecord:
             object.__setattr__(self, "outcome", Outcome(self.outcome))
         for name, part in PARTS.items():  # a mapping given (or stored): its part
             object.__setattr__(self, name, part.of(getattr(self, name)))
+        object.__setattr__(self, "repeats", tuple(Repeat.of(r) for r in self.repeats))
 
     @property
     def told(self) -> bool:
@@ -196,14 +206,14 @@ class TrialRecord:
         """The first benchmark run on the trial's server: ``metrics`` (whose objectives are
         medians over the confirmation runs, everything else the first run's) with the first
         repetition's own figures over it."""
-        return {**self.metrics, **(self.repeats[0]["metrics"] if self.repeats else {})}
+        return {**self.metrics, **((self.repeats[0].metrics or {}) if self.repeats else {})}
 
     @property
     def last_run(self) -> dict[str, float]:
         """The last run on the server, the one right before a cross-check: the last
         repetition's figures (``tuner.runner.confirm.KEPT``; a study stored before TTFT and
         median ITL were kept lacks them), else the first run's when there was one run."""
-        return dict(self.repeats[-1]["metrics"]) if len(self.repeats) > 1 else self.first_run
+        return dict(self.repeats[-1].metrics or {}) if len(self.repeats) > 1 else self.first_run
 
     def to_user_attrs(self) -> dict[str, Any]:
         """The user attributes to store (fields at their default are left out)."""
@@ -251,8 +261,7 @@ _READ: dict[str, Callable[[Any], Any]] = {
     "stopped": bool, "interrupted": bool,
     "stream_interval": _int_or_none,
     "repeats": tuple,
-    "spread": lambda v: {k: Spread(int(s["n"]), float(s["median"]), float(s["min"]),
-                                   float(s["max"])) for k, s in v.items()},
+    "spread": lambda v: {k: Spread.from_json(s) for k, s in v.items()},
 }
 
 # The attributes stored as a typed part (``tuner.trials.parts``): field -> its part.
@@ -272,12 +281,10 @@ def _default(f: dataclasses.Field) -> Any:
 def _json(value: Any) -> Any:
     if isinstance(value, Outcome):
         return value.value
-    if isinstance(value, Part):
+    if isinstance(value, (Part, Spread)):
         return value.to_json()
-    if isinstance(value, Spread):
-        return {**dataclasses.asdict(value), "rel": value.rel}
     if isinstance(value, tuple):
-        return list(value)
+        return [_json(v) for v in value]
     if isinstance(value, Mapping):
         return {k: _json(v) for k, v in value.items()}
     return value
