@@ -1,19 +1,21 @@
 """The typed parts of a trial record: what the server, the client, the steady window, the
-start, a failure, the accuracy guard and ``vllm bench serve`` said about one trial.
+start, a failure, the accuracy guard, ``vllm bench serve`` and each confirmation run said
+about one trial.
 
 Each part is a frozen dataclass stored as one JSON object (a user attribute of the trial,
 ``tuner.trials.record``). ``to_json()`` writes it and ``from_json()`` reads it back, so that
 ``to_json(from_json(x)) == x`` for every object a tuner ever stored:
 
-- a field holds the value of the key of its name (``json=`` in its metadata where the stored
-  key differs, as ``Failure.kind`` is stored under ``class``), as stored: an int stays an int;
+- a field holds the value of the key of its name (``_stored`` names the key where it differs,
+  as ``Failure.kind`` is stored under ``class``), as stored: an int stays an int;
 - a field at None is not written, and a stored null is kept in ``extra`` (never lost);
 - keys a part does not know (an older or newer tuner wrote them) are kept in ``extra`` and
   written back after the fields.
 
 The keys are the ones their writers use (``tuner.loadgen.prometheus``, the load generator's
 ``_client_view``, ``tuner.loadgen.window``, ``tuner.runner.startlog``,
-``tuner.accuracy.guard``, ``tuner.runner.crosscheck``); the unit tests check that they agree.
+``tuner.accuracy.guard``, ``tuner.runner.crosscheck``, ``tuner.runner.confirm``); the unit
+tests load every committed study's trials with them (tests/unit/test_trials_parts.py).
 """
 
 from __future__ import annotations

@@ -27,11 +27,12 @@ attributes on the way (phases, the cross-check). The outcomes (``Outcome``):
 ``duplicate``  its effective flags were already measured: told with that measurement and
                ``duplicate_of`` = the measured trial's number, without a launch.
 ``failed``     the server crashed or hung during the benchmark: FAIL, with ``failure``.
+``stopped``    the user stopped the worker: FAIL with ``stopped`` = true; enqueued again.
 
 The parts that are JSON objects (``server``, ``client``, ``window``, ``start_phases``,
-``failure``, ``accuracy``, ``vllm_bench``) are typed (``tuner.trials.parts``): a record built
-with a mapping for one reads it as its part, and each is stored as it was (its ``to_json``).
-``stopped``    the user stopped the worker: FAIL with ``stopped`` = true; enqueued again.
+``failure``, ``accuracy``, ``vllm_bench``, each of ``repeats``) are typed
+(``tuner.trials.parts``): a record built with a mapping for one reads it as its part, and
+each is stored as it was (its ``to_json``).
 
 Adding an attribute is a one-place change: add a field to ``TrialRecord`` with a default
 (None, (), {} or False: an old study then reads it as that) and a line in the field list
