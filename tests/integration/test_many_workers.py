@@ -9,10 +9,9 @@ import itertools
 from optuna.trial import TrialState
 
 from tuner.study import open_study
+from tuner.testing.sim_studies import SIM
 from tuner.testing.worker_procs import ServerWatcher, start_worker
 from tuner.trials import record
-
-from test_worker_sim import SIM
 
 WORKERS = 8
 TRIALS = 24

@@ -15,11 +15,10 @@ from tuner.runner.tell import tell
 from tuner.study import open_storage
 from tuner.study.outage import StorageUnreachable, reason, retrying, scrub, transient, waits
 from tuner.testing.private_pg import PrivatePostgres, unavailable
+from tuner.testing.sim_studies import running_phase, sim_study, trials_of
 from tuner.testing.worker_procs import ServerWatcher, start_worker, wait_for
 from tuner.trials import record
 from tuner.trials.record import TrialRecord
-
-from test_worker_sim import _running_phase, sim_study, trials_of
 
 
 @pytest.fixture(scope="module")
@@ -164,7 +163,7 @@ def test_worker_survives_a_database_restart_and_loses_no_trial(private_pg, study
                                               "TUNER_HEARTBEAT_S": "2"}, log=log)
     with ServerWatcher([proc.pid]) as watcher:
         # the second trial is benchmarking: stop the database under it for 8 s
-        assert wait_for(lambda: (_running_phase(url, "out") or {}).get("trial") == 1, 120)
+        assert wait_for(lambda: (running_phase(url, "out") or {}).get("trial") == 1, 120)
         private_pg.stop()
         down_since = len(watcher.seen)
         wait_for(lambda: False, 8)

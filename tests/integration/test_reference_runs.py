@@ -10,10 +10,9 @@ import sys
 import pytest
 
 from tuner.study import create_study, load_study_file, open_study
+from tuner.testing.sim_studies import SIM
 from tuner.testing.worker_procs import start_worker
 from tuner.trials import from_frozen, record
-
-from test_worker_sim import SIM
 
 
 def _worker(url, tmp_path, n, log):

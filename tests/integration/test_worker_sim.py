@@ -13,42 +13,9 @@ from optuna.trial import TrialState
 from tuner.runner import proctree
 from tuner.space.argv import flags_argv
 from tuner.study import create_study, load_study_file, open_study
+from tuner.testing.sim_studies import SIM, running_phase, sim_study, trials_of
 from tuner.testing.worker_procs import ServerWatcher, interrupt, start_worker, wait_for
 from tuner.trials import record
-
-SIM = '''
-[model]
-path = "models/llama3-8b"
-[workload]
-input_len = 256
-output_len = 32
-max_concurrency = 16
-num_requests = {n}
-warmup_requests = 2
-# tests share two cores with the simulated server: judge the client's lag loosely here,
-# and the share of inter-token gaps it saw (a late read finds several tokens at once)
-max_client_lag_ms = 50
-min_gap_share = 0.5
-[slo]
-p99_itl_ms = 200
-[search]
-n_trials = {trials}
-[engine]
-kind = "sim"
-time_scale = {scale}
-start_timeout_s = 30
-'''
-
-
-def sim_study(study_file, storage_url, name="w", n=48, trials=5, scale=1, extra=""):
-    path = study_file(SIM.format(n=n, trials=trials, scale=scale) + extra, f"{name}.toml")
-    spec = load_study_file(path)
-    create_study(spec, storage_url)
-    return spec
-
-
-def trials_of(name, url):
-    return open_study(name, url).study.get_trials(deepcopy=False)
 
 
 def test_study_runs_with_the_flags_it_records(storage_url, study_file, tmp_path):
@@ -105,21 +72,13 @@ def test_refused_configuration_is_infeasible_from_the_servers_own_exit(study_fil
     assert t.values == [0.0, 200.0]  # the study's worst acceptable point
 
 
-def _running_phase(url, name, phase="benchmark"):
-    study = open_study(name, url).study
-    for key, info in study.user_attrs.items():
-        if key.startswith("tuner.worker.") and info.get("phase") == phase:
-            return info
-    return None
-
-
 def test_server_killed_mid_benchmark_fails_the_trial_and_the_next_runs(study_file, tmp_path):
     url = f"sqlite:///{tmp_path}/t.db"
     sim_study(study_file, url, name="k", n=400, trials=2, scale=1)
     proc = start_worker("k", url, env={"TUNER_HOME": str(tmp_path), "TUNER_HEARTBEAT_S": "1"},
                         log=tmp_path / "worker.log")
     with ServerWatcher([proc.pid]) as watcher:
-        assert wait_for(lambda: _running_phase(url, "k"), 60)
+        assert wait_for(lambda: running_phase(url, "k"), 60)
         (server_pid,) = watcher.seen
         os.kill(server_pid, signal.SIGKILL)
         assert proc.wait(timeout=240) == 0, (tmp_path / "worker.log").read_text()[-3000:]
@@ -142,7 +101,7 @@ def test_killed_worker_is_failed_by_heartbeat_and_another_continues(storage_url,
     env = {"TUNER_HOME": str(tmp_path), "TUNER_HEARTBEAT_S": "2"}
     a = start_worker("h", storage_url, "0", env=env)
     with ServerWatcher([a.pid]) as watcher:
-        assert wait_for(lambda: _running_phase(storage_url, "h"), 60)
+        assert wait_for(lambda: running_phase(storage_url, "h"), 60)
         b = start_worker("h", storage_url, "1", env=env, log=tmp_path / "b.log")
         assert wait_for(lambda: _registered(storage_url, "h", b.pid), 60)
         os.killpg(a.pid, signal.SIGKILL)
@@ -194,7 +153,7 @@ def test_ctrl_c_stops_the_server_and_queues_the_trial_again(study_file, tmp_path
     proc = start_worker("c", url, env={"TUNER_HOME": str(tmp_path), "TUNER_HEARTBEAT_S": "1"},
                         log=log)
     with ServerWatcher([proc.pid]) as watcher, _killed_on_failure(proc):
-        assert wait_for(lambda: _running_phase(url, "c"), 60)
+        assert wait_for(lambda: running_phase(url, "c"), 60)
         # SIGUSR1 asks a worker where it is: every thread's stack in its log, and it goes on.
         proc.send_signal(signal.SIGUSR1)
         assert wait_for(lambda: "tuner/runner/worker.py\", line" in log.read_text(), 30)
