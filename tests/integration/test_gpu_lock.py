@@ -54,6 +54,7 @@ def stop_all(pids, sig=15, log=None) -> None:
         stop(pid, log, sig)
 
 
+@pytest.mark.slow
 def test_two_concurrent_launches_on_one_gpu_start_exactly_one_worker(study_file, tmp_path,
                                                                      monkeypatch):
     """Two launches (of two studies, so that only the lock can tell) in two threads at the

@@ -6,6 +6,7 @@ The machine has two cores: the workload is tiny (8 requests of 64/8 tokens)."""
 
 import itertools
 
+import pytest
 from optuna.trial import TrialState
 
 from tuner.study import open_study
@@ -29,6 +30,7 @@ def _overlap(a, b) -> bool:
     return a.datetime_start < b.datetime_complete and b.datetime_start < a.datetime_complete
 
 
+@pytest.mark.slow
 def test_eight_workers_record_every_trial_once_and_run_distinct_flags(pg_admin, study_file,
                                                                       tmp_path):
     from tuner.study import create_study, load_study_file

@@ -154,6 +154,7 @@ def test_trial_closed_by_another_worker_keeps_its_measurement(storage_url):
     assert copy.constraints == {"starts": 0.0, "slo:p99_itl_ms": -1.0}
 
 
+@pytest.mark.slow
 def test_worker_survives_a_database_restart_and_loses_no_trial(private_pg, study_file,
                                                                 tmp_path):
     url = private_pg.url

@@ -72,6 +72,7 @@ def nothing_left(pids) -> bool:
     return not any(proctree.alive(p) for p in every)
 
 
+@pytest.mark.slow
 def test_launch_status_kill_stop_and_resume(study_file, tmp_path):
     url, env = setup(study_file, tmp_path, "svc", n=160, trials=30, scale=1)
     out = tuner(env, "launch", "svc", "--gpus", "0,1")

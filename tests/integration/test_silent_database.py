@@ -74,6 +74,7 @@ def _phase(url, name):
     return None
 
 
+@pytest.mark.slow
 def test_worker_whose_database_goes_silent_waits_as_in_an_outage_and_stops_on_sigterm(
         pg_admin, study_file, tmp_path):
     log = tmp_path / "worker.log"

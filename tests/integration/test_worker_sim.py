@@ -95,6 +95,7 @@ def _registered(url, name, pid):
                if key.startswith("tuner.worker."))
 
 
+@pytest.mark.slow
 def test_killed_worker_is_failed_by_heartbeat_and_another_continues(storage_url, study_file,
                                                                      tmp_path):
     sim_study(study_file, storage_url, name="h", n=400, trials=4, scale=1)
