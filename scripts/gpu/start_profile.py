@@ -161,7 +161,8 @@ def main() -> int:
     p.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
                    help="set for the server (repeat), e.g. PYTHONPROFILEIMPORTTIME=1")
     p.add_argument("flags", nargs="*")
-    a = p.parse_args()
+    a, rest = p.parse_known_args()  # the server's flags, after '--'
+    a.flags = [f for f in a.flags + rest if f != "--"]
     a.out.mkdir(parents=True, exist_ok=True)
     result: dict = {"argv_flags": a.flags, "label": a.label}
     if not a.skip_imports:
