@@ -39,7 +39,7 @@ sys.path.insert(0, str(ROOT))
 from compare_vllm import VLLM_PY, bench_serve, launch, stop  # noqa: E402
 from tuner.loadgen import LoadSpec, WorkloadSpec, run_benchmark  # noqa: E402
 from tuner.modelfolder import write_llama_shape  # noqa: E402
-from tuner.runner.ports import free_port  # noqa: E402
+from tuner.engine.ports import free_port  # noqa: E402
 
 MODEL = "llama3-8b"
 VOCAB = 128256

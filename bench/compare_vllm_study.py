@@ -36,12 +36,13 @@ sys.path.insert(0, str(ROOT))
 
 from compare_vllm import print_table, summarize  # noqa: E402
 from tuner.loadgen import run_benchmark  # noqa: E402
-from tuner.runner import crosscheck, engine  # noqa: E402
+from tuner.runner import crosscheck  # noqa: E402
+from tuner.engine import command as engine
 from tuner.runner.measure import load_of, slo_of, workload_of  # noqa: E402
-from tuner.runner.ports import free_port  # noqa: E402
-from tuner.runner.server import Server  # noqa: E402
-from tuner.study.load import load_study_file  # noqa: E402
-from tuner.study.spec import StudySpec  # noqa: E402
+from tuner.engine.ports import free_port  # noqa: E402
+from tuner.engine.supervisor import Server  # noqa: E402
+from tuner.storage.load import load_study_file  # noqa: E402
+from tuner.spec.study import StudySpec  # noqa: E402
 
 KEYS = ("output_throughput", "median_ttft_ms", "mean_ttft_ms", "p99_ttft_ms",
         "median_itl_ms", "p99_itl_ms", "median_tpot_ms", "median_e2el_ms", "completed")

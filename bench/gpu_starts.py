@@ -26,11 +26,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tuner.runner import engine, startlog  # noqa: E402
-from tuner.runner.ports import free_port  # noqa: E402
-from tuner.runner.server import Server  # noqa: E402
+from tuner.engine import command as engine, startlog  # noqa: E402
+from tuner.engine.ports import free_port  # noqa: E402
+from tuner.engine.supervisor import Server  # noqa: E402
 from tuner.space import build_space  # noqa: E402
-from tuner.study import load_study_file  # noqa: E402
+from tuner.storage import load_study_file  # noqa: E402
 
 KEYS = {"budget": ("max_num_batched_tokens", int), "O": ("optimization_level", int),
         "eager": ("enforce_eager", lambda v: v == "1"), "seqs": ("max_num_seqs", int)}

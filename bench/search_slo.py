@@ -11,7 +11,7 @@ import copy
 from typing import Any, Mapping
 
 from search_truth import CACHE, Truth, front_volume, grid_flags, load_profile, point
-from tuner.study import StudySpec
+from tuner.spec import StudySpec
 from tuner.trials.record import slo_constraints
 
 

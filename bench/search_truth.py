@@ -18,7 +18,8 @@ from typing import Any, Mapping
 from tuner.sim import SimWorkload, evaluate, load_gpu, load_shape
 from tuner.sim.workload import from_study
 from tuner.space import SearchSpace, baselines, build_space
-from tuner.study import StudySpec, load_study_file
+from tuner.spec import StudySpec
+from tuner.storage import load_study_file
 from tuner.trials import record
 from tuner.trials.hypervolume import hypervolume
 from tuner.trials.reference import study_rule

@@ -1,7 +1,7 @@
 """Upper bounds on what a study file or a command line may ask for.
 
 A study file comes from the shared database, so whoever can write it chooses how much a
-worker allocates: every count, length and duration of the schemas (``tuner.study.spec``,
+worker allocates: every count, length and duration of the schemas (``tuner.spec.study``,
 ``tuner.loadgen.spec``) is bounded here, far above anything a real run needs, so that a bound
 is never a limit on a real study, only on a typo or a hostile value. Each says why it is
 where it is.

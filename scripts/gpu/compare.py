@@ -30,9 +30,9 @@ sys.path.insert(0, str(ROOT / "bench"))
 from compare_vllm import summarize  # noqa: E402
 
 from tuner.loadgen import LoadSpec, WorkloadSpec, run_benchmark  # noqa: E402
-from tuner.runner.engine import Launch  # noqa: E402
-from tuner.runner.ports import free_port  # noqa: E402
-from tuner.runner.server import Server  # noqa: E402
+from tuner.engine.command import Launch  # noqa: E402
+from tuner.engine.ports import free_port  # noqa: E402
+from tuner.engine.supervisor import Server  # noqa: E402
 from tuner.space.argv import flags_argv  # noqa: E402
 
 

@@ -34,7 +34,7 @@ running() { job_running "$pidfile"; }
 clear_stop() {  # a stop request left in the study (as `tuner launch` does before it starts)
   "$TUNER_GPU_PY" - "$TUNER_HOME/tuner.db" "$name" <<'PYEOF'
 import sys, optuna
-from tuner.runner.registry import STOP
+from tuner.storage.registry import STOP
 study = optuna.load_study(study_name=sys.argv[2], storage=f"sqlite:///{sys.argv[1]}")
 if study.user_attrs.get(STOP):
     study.set_user_attr(STOP, None)

@@ -14,7 +14,7 @@ import argparse
 import json
 import sys
 
-from tuner.study import default_url, open_study
+from tuner.storage import default_url, open_study
 from tuner.trials.queued import enqueue_as_given
 
 

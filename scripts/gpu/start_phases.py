@@ -3,7 +3,7 @@
     .venv/bin/python scripts/gpu/start_phases.py > results/h200/start-phases.md
 
 Per trial: the start (spawn to healthy, as the worker timed it) and, where the trial
-recorded them (tuner/runner/startlog.py, from the vLLM log), its phases and whether
+recorded them (tuner/engine/startlog.py, from the vLLM log), its phases and whether
 vLLM's torch.compile cache hit. The study of 2026-12-01 predates the phase parser: its
 starts only, with hit / miss read from the start time and whether an earlier trial of the
 study had the same compile key (budget, sequences, KV dtype).

@@ -18,7 +18,7 @@ from tuner.accuracy.client import complete_all
 from tuner.accuracy.figures import Completion, compare
 from tuner.accuracy.prompts import prompt_set
 from tuner.runner.guard import REFERENCE_ATTR, Guard
-from tuner.study import load_study_file
+from tuner.storage import load_study_file
 from tuner.trials import record
 from tuner.trials.record import TrialRecord
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tuner.runner import crosscheck
-from tuner.study import load_study_file
+from tuner.storage import load_study_file
 from tuner.testing.vllm_cpu import default_python
 
 pytestmark = pytest.mark.e2e

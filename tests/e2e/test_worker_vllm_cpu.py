@@ -23,7 +23,7 @@ import pytest
 from optuna.trial import TrialState
 
 from tuner.space.argv import flags_argv
-from tuner.study import create_study, load_study_file, open_study
+from tuner.storage import create_study, load_study_file, open_study
 from tuner.testing.scheduling import realtime_granted
 from tuner.testing.worker_procs import ServerWatcher, start_worker
 from tuner.trials import record

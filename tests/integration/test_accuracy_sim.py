@@ -10,7 +10,7 @@ import urllib.request
 
 from tuner.runner.guard import REFERENCE_ATTR
 from tuner.testing.api_procs import api_process
-from tuner.study import create_study, load_study_file, open_study
+from tuner.storage import create_study, load_study_file, open_study
 from tuner.testing.worker_procs import start_worker
 from tuner.trials import record
 

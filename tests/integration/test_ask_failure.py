@@ -11,7 +11,7 @@ from optuna.trial import TrialState
 
 from tuner.cli import main
 from tuner.runner import worker as worker_module
-from tuner.study import create_study, load_study_file, open_study
+from tuner.storage import create_study, load_study_file, open_study
 
 STUDY = '''
 [model]

@@ -17,7 +17,7 @@ from tuner.search.sampler import make_sampler
 from tuner.sim import evaluate, load_gpu, load_shape
 from tuner.sim.workload import from_study
 from tuner.space import baselines, build_space
-from tuner.study import load_study_file
+from tuner.storage import load_study_file
 from tuner.trials import queries, record
 from tuner.trials.queries import load_records
 from tuner.trials.reference import study_rule

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import sqlalchemy
 
-from tuner.study import create_study, load_study_file, open_study
+from tuner.storage import create_study, load_study_file, open_study
 from tuner.testing.worker_procs import start_worker, wait_for
 from tuner.trials import queries
 

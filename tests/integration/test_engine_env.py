@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from sqlalchemy.engine import make_url
 
-from tuner.runner import proctree
-from tuner.study import create_study, load_study_file
+from tuner.engine import proctree
+from tuner.storage import create_study, load_study_file
 from tuner.testing.databases import fresh_postgres
 from tuner.testing.worker_procs import wait_for
 

@@ -87,7 +87,7 @@ def test_study_create_stores_the_answer_and_fixing_a_missing_flag_is_exit_2(
     code, out, err = run_cli("study", "create", ok, "--storage", url)
     assert code == 0, err
     assert "engine: vllm 0.24.0" in out
-    from tuner.study import open_study
+    from tuner.storage import open_study
 
     opened = open_study("ok", url)
     assert opened.space.engine == "vllm 0.24.0"
@@ -112,7 +112,7 @@ def test_worker_on_a_host_whose_vllm_lacks_a_study_flag_exits_2(study_file, tmp_
     path = study_file(STUDY.format(space="fixed = { max_num_partial_prefills = 2 }",
                                    kind="vllm", python=py))
     url = f"sqlite:///{tmp_path}/t.db"
-    from tuner.study import create_study, load_study_file
+    from tuner.storage import create_study, load_study_file
 
     create_study(load_study_file(path), url)
     # the worker's host: a "vLLM 9.9" that answers like 0.24 without the partial prefills
@@ -202,7 +202,7 @@ def test_a_sim_trial_runs_the_v1_flags_the_simulator_learns(study_file, tmp_path
     to simulate it off); the fixed threshold reaches the server's command line."""
     from optuna.trial import TrialState
 
-    from tuner.study import create_study, load_study_file, open_study
+    from tuner.storage import create_study, load_study_file, open_study
 
     url = f"sqlite:///{tmp_path}/t.db"
     opened, _ = create_study(load_study_file(study_file(SIM_V1, "v1.toml")), url)

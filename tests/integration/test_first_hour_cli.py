@@ -99,7 +99,7 @@ def test_a_hint_never_prints_a_password():
 
 def test_a_resumed_worker_counts_the_studys_trials(study_file, tmp_path):
     """Seen: a second worker's progress line began at [1/...] though trials were spent."""
-    from tuner.study import create_study, load_study_file
+    from tuner.storage import create_study, load_study_file
     from tuner.testing.worker_procs import start_worker
 
     url = f"sqlite:///{tmp_path}/t.db"
@@ -148,8 +148,8 @@ def test_study_create_on_an_edited_file_applies_the_budget_and_refuses_the_rest(
         storage_url, study_file, run_cli):
     """Seen: a new n_trials or [slo] limit answered "exists, unchanged" (exit 0) and kept
     the old values. Also seen: nothing said the name came from the file's name."""
-    from tuner.study import open_study
-    from tuner.study.changes import Change
+    from tuner.storage import open_study
+    from tuner.spec.changes import Change
 
     path = study_file(SIM.format(trials=2), "s.toml")
     code, out, err = run_cli("study", "create", path, "--storage", storage_url)

@@ -15,10 +15,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from tuner.runner.gpulock import GpuBusyError
+from tuner.engine.gpulock import GpuBusyError
 from tuner.service.launch import launch
 from tuner.service.workers import views
-from tuner.study import create_study, load_study_file, open_study
+from tuner.storage import create_study, load_study_file, open_study
 from tuner.testing.worker_procs import start_worker, stop, wait_for
 
 STUDY = '''

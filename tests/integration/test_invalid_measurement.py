@@ -12,7 +12,7 @@ from optuna.trial import TrialState
 
 from tuner.runner.measure import INVALID_RETRIES
 from tuner.runner.worker import MAX_INVALID_IN_A_ROW
-from tuner.study import create_study, load_study_file, open_study
+from tuner.storage import create_study, load_study_file, open_study
 from tuner.testing.worker_procs import start_worker
 from tuner.trials.queries import counted, load_records
 

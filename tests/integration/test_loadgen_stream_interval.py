@@ -14,7 +14,7 @@ import pytest
 
 from tuner.loadgen import LoadSpec, WorkloadSpec, gaps, run_benchmark
 from tuner.runner.measure import Slot, measure
-from tuner.study.spec import (EngineSection, ModelSection, Objective, StudySpec,
+from tuner.spec.study import (EngineSection, ModelSection, Objective, StudySpec,
                               WorkloadSection)
 from tuner.testing.fake_server import FakeScript, FakeServer
 from tuner.trials import record

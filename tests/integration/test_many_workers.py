@@ -9,7 +9,7 @@ import itertools
 import pytest
 from optuna.trial import TrialState
 
-from tuner.study import open_study
+from tuner.storage import open_study
 from tuner.testing.sim_studies import SIM
 from tuner.testing.worker_procs import ServerWatcher, start_worker
 from tuner.trials import record
@@ -33,7 +33,7 @@ def _overlap(a, b) -> bool:
 @pytest.mark.slow
 def test_eight_workers_record_every_trial_once_and_run_distinct_flags(pg_admin, study_file,
                                                                       tmp_path):
-    from tuner.study import create_study, load_study_file
+    from tuner.storage import create_study, load_study_file
     from tuner.testing.databases import fresh_postgres
 
     with fresh_postgres() as url:

@@ -12,8 +12,8 @@ from optuna.trial import TrialState
 from tuner import optuna_adapter
 from tuner.errors import StorageError
 from tuner.runner.tell import tell
-from tuner.study import open_storage
-from tuner.study.outage import StorageUnreachable, reason, retrying, scrub, transient, waits
+from tuner.storage import open_storage
+from tuner.storage.outage import StorageUnreachable, reason, retrying, scrub, transient, waits
 from tuner.testing.private_pg import PrivatePostgres, unavailable
 from tuner.testing.sim_studies import running_phase, sim_study, trials_of
 from tuner.testing.worker_procs import ServerWatcher, start_worker, wait_for

@@ -10,8 +10,8 @@ import pytest
 import sqlalchemy
 
 from tuner.errors import StorageError, StorageUnreachable
-from tuner.study import create_study, load_study_file
-from tuner.study.outage import retrying, transient
+from tuner.storage import create_study, load_study_file
+from tuner.storage.outage import retrying, transient
 from tuner.testing.readonly import read_only
 
 ENDS_WITHIN_S = 120  # without the fix a worker retries for six hours

@@ -15,7 +15,7 @@ import optuna
 from optuna.trial import TrialState
 
 from tuner import optuna_adapter
-from tuner.study.storage import open_storage
+from tuner.storage.database import open_storage
 
 QUEUED, WORKERS, STALE = 60, 4, 40
 

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from tuner.study import create_study, load_study_file, open_study
+from tuner.storage import create_study, load_study_file, open_study
 from tuner.testing.sim_studies import SIM
 from tuner.testing.worker_procs import start_worker
 from tuner.trials import from_frozen, record

@@ -9,7 +9,7 @@ import optuna
 import pytest
 from optuna.trial import TrialState
 
-from tuner.runner.registry import PREFIX, Registration
+from tuner.storage.registry import PREFIX, Registration
 
 
 def _study(url: str) -> optuna.Study:
@@ -45,7 +45,7 @@ def test_a_worker_killed_while_it_claims_a_trial_still_has_it_closed(storage_url
     and the trial's heartbeat. Killed after either of the first two, the trial had no
     heartbeat and stayed RUNNING for ever (a CI run of test_service_sim): now the
     heartbeat is written first."""
-    from tuner.runner import registry
+    from tuner.storage import registry
 
     study = _study(storage_url)
     reg = Registration(study, (0,), interval_s=3600)
@@ -70,7 +70,7 @@ def test_a_beat_lost_to_an_outage_never_closes_the_workers_own_trial(storage_url
     until its beat lands: the heartbeat thread closes stale trials only after a written
     beat, so it fails another worker's dead trial but never the one it is measuring."""
     from tuner import optuna_adapter
-    from tuner.runner import registry
+    from tuner.storage import registry
 
     study = _study(storage_url)
     reg = Registration(study, (0,), interval_s=3600)

@@ -12,7 +12,7 @@ import yaml
 
 from tuner import optuna_adapter
 from tuner.runner.tell import tell
-from tuner.study import open_study
+from tuner.storage import open_study
 from tuner.testing.studies import make_study
 from tuner.trials import record
 

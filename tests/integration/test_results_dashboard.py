@@ -12,7 +12,7 @@ from optuna_dashboard import get_note, save_note
 
 from tuner import optuna_adapter
 from tuner.results.dashboard import FIGURE_IDS, publish
-from tuner.study import open_study
+from tuner.storage import open_study
 from tuner.testing.studies import dashboard_process, make_study
 
 

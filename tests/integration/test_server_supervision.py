@@ -7,10 +7,10 @@ import sys
 import pytest
 
 from tuner.errors import EngineExitedError, EngineTimeoutError
-from tuner.runner import proctree
-from tuner.runner.engine import Launch
-from tuner.runner.ports import free_port
-from tuner.runner.server import Server
+from tuner.engine import proctree
+from tuner.engine.command import Launch
+from tuner.engine.ports import free_port
+from tuner.engine.supervisor import Server
 
 
 def stand_in(tmp_path, *args):

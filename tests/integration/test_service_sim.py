@@ -11,11 +11,11 @@ import sys
 import pytest
 from optuna.trial import TrialState
 
-from tuner.runner import proctree
-from tuner.runner.registry import STOP
+from tuner.engine import proctree
+from tuner.storage.registry import STOP
 from tuner.runner.stopping import trials_without_gain
 from tuner.service import LaunchError, launch, read_status, render_status
-from tuner.study import create_study, load_study_file, open_study
+from tuner.storage import create_study, load_study_file, open_study
 from tuner.testing.worker_procs import ServerWatcher, wait_for
 from tuner.trials import record
 from tuner.trials import load_records

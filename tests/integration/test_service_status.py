@@ -3,7 +3,7 @@ the default baseline, front, hypervolume trend, time left from live workers."""
 
 from __future__ import annotations
 
-from tuner.runner.registry import PREFIX
+from tuner.storage.registry import PREFIX
 from tuner.service.status import build, render
 from tuner.testing.studies import make_study
 

@@ -12,7 +12,7 @@ import time
 import pytest
 from sqlalchemy.engine import make_url
 
-from tuner.study import create_study, load_study_file, open_study
+from tuner.storage import create_study, load_study_file, open_study
 from tuner.testing.databases import fresh_postgres
 from tuner.testing.silent_db import SilentDatabase
 from tuner.testing.worker_procs import start_worker, wait_for

@@ -14,8 +14,8 @@ from tuner.search import warm_start
 from tuner.search.local import LocalSampler
 from tuner.space import build_space
 from tuner.space.draw import draw
-from tuner.space.numerics import lossy_flags
-from tuner.study import load_study_file
+from tuner.numerics import lossy_flags
+from tuner.storage import load_study_file
 from tuner.testing.examples import ready_study_files
 
 STUDIES = ready_study_files()  # the template has placeholders (test_first_hour_cli)

@@ -15,8 +15,8 @@ import sys
 import optuna
 import pytest
 
-from tuner.study import create_study, load_study_file
-from tuner.study.store import SPEC
+from tuner.storage import create_study, load_study_file
+from tuner.storage.studies import SPEC
 
 BASE = '''
 [model]

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tuner.space import build_space
-from tuner.study import load_study_file
+from tuner.storage import load_study_file
 from tuner.testing.examples import ready_study_files
 
 STUDIES = ready_study_files()  # the template has placeholders (test_first_hour_cli)

@@ -6,8 +6,8 @@ import optuna
 import pytest
 
 from tuner.errors import StudyConflictError, StudyNotFoundError
-from tuner.study import create_study, load_study_file, open_study
-from tuner.study.storage import mask, resolve_url
+from tuner.storage import create_study, load_study_file, open_study
+from tuner.storage.database import mask, resolve_url
 
 DEMO = '''
 [model]

@@ -12,7 +12,7 @@ import sys
 
 import optuna
 
-from tuner.study import create_study, load_study_file
+from tuner.storage import create_study, load_study_file
 from tuner.trials import load_records, record
 
 STUDY = '''

@@ -9,7 +9,7 @@ import sys
 import pytest
 from optuna.trial import TrialState
 
-from tuner.study import create_study, load_study_file, open_study
+from tuner.storage import create_study, load_study_file, open_study
 
 ENDS_WITHIN_S = 120
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tuner.study.storage import mask
+from tuner.storage.database import mask
 from tuner.testing.worker_procs import wait_for
 
 STUDIES = Path(__file__).resolve().parents[2] / "studies"

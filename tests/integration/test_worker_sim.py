@@ -10,9 +10,9 @@ import optuna
 import pytest
 from optuna.trial import TrialState
 
-from tuner.runner import proctree
+from tuner.engine import proctree
 from tuner.space.argv import flags_argv
-from tuner.study import create_study, load_study_file, open_study
+from tuner.storage import create_study, load_study_file, open_study
 from tuner.testing.sim_studies import SIM, running_phase, sim_study, trials_of
 from tuner.testing.worker_procs import ServerWatcher, interrupt, start_worker, wait_for
 from tuner.trials import record

@@ -7,7 +7,7 @@ from tuner.accuracy import guard
 from tuner.accuracy.client import parse_completion
 from tuner.accuracy.figures import Figures
 from tuner.errors import AccuracyError
-from tuner.study import load_study_file
+from tuner.storage import load_study_file
 from tuner.trials import record
 from tuner.trials.record import TrialRecord
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from tuner.sim import evaluate, load_gpu, load_shape
 from tuner.sim.workload import from_study
 from tuner.space import baselines, build_space
-from tuner.study import load_study_file
+from tuner.storage import load_study_file
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -17,7 +17,7 @@ import pytest
 from pydantic import BaseModel
 
 from tuner.cli import COMMAND_MODULES, build_parser
-from tuner.study.spec import StudySpec
+from tuner.spec.study import StudySpec
 
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text()

@@ -2,21 +2,24 @@
 
 The layers, lowest first: a package may import only packages of a lower rank (and itself):
 
-    errors, optuna_adapter, settings, limits  0
-    version
-    durations, trials, loadgen, modelfolder,  1   the trial record is the hub: every layer
-      installed (the engine's own answer)         above reads it, it reads none of them
-    space, sim                                2
-    study                                     3   study file -> space (the stored study)
-    search, accuracy                          4   samplers, warm start; the accuracy
-                                                  guard's rules, figures and client
-    runner, results                           5   runner -> search (the study's sampler);
-                                                  results read trials, never the runner
-    service                                   6   status, launch, API: runner + results
-    testing, cli, __main__                    7+  fixtures and thin commands on top
+    errors, optuna_adapter, settings, limits,  0
+      numerics (which flag values are lossy)
+    home, trials, loadgen, modelfolder,        1   the trial record is the hub: every layer
+      installed (the engine's own answer)          above reads it, it reads none of them
+    spec, space, sim                           2   the study file's schema; the flag space
+    storage, engine                            3   stored studies; the engine's processes
+    search, accuracy                           4   samplers, warm start; the accuracy
+                                                   guard's rules, figures and client
+    runner, results                            5   the trial loop; results read trials,
+                                                   never the runner
+    service                                    6   status, launch, API: runner + results
+    testing, cli, __main__                     7+  fixtures and thin commands on top
 
-Imports inside ``if TYPE_CHECKING:`` do not count (annotations only). ``ALLOWED`` lists
-the exceptions, each with its reason.
+There are no exceptions. Two rules go further than the ranks: ``search`` reads only what a
+proposal needs (never storage, the engine or the simulator), and nothing outside ``sim``
+imports the simulator's modules: the simulator is an engine that runs as its own process
+(``python -m tuner.sim``) and answers the same subprocess question as vLLM. Imports inside
+``if TYPE_CHECKING:`` do not count (annotations only).
 """
 
 from __future__ import annotations
@@ -31,22 +34,21 @@ ROOT = Path(__file__).resolve().parents[2] / "tuner"
 
 RANK = {
     "__init__": 0, "errors": 0, "optuna_adapter": 0, "settings": 0, "limits": 0,
-    "durations": 1, "trials": 1, "loadgen": 1, "modelfolder": 1, "installed": 1,
-    "space": 2, "sim": 2,
-    "study": 3,
+    "numerics": 0,
+    "home": 1, "trials": 1, "loadgen": 1, "modelfolder": 1, "installed": 1,
+    "spec": 2, "space": 2, "sim": 2,
+    "storage": 3, "engine": 3,
     "search": 4, "accuracy": 4,
     "runner": 5, "results": 5,
     "service": 6,
     "testing": 7, "cli": 8, "__main__": 9,
 }
 
-# (importing layer, imported layer): why it is allowed although it runs the wrong way.
-ALLOWED: dict[tuple[str, str], str] = {
-    ("trials", "space"): "trials/record.py fails the accuracy constraint of a lossy trial "
-                         "nobody checked: which values are lossy is space/numerics.py, pure "
-                         "data that imports nothing of tuner (issue 17)",
-}
-
+# What ``search`` never imports although its rank would allow it.
+SEARCH_NEVER = {"storage", "engine", "sim", "runner"}
+# Who imports the simulator's package (its public names; never its modules): `tuner sim`'s
+# commands, and test fixtures that drive it.
+SIM_USERS = {"cli", "testing"}
 
 def layer_of(path: Path) -> str:
     parts = path.relative_to(ROOT).with_suffix("").parts
@@ -93,7 +95,8 @@ def edges() -> set[tuple[str, str, str]]:
 
 def violations(found: set[tuple[str, str, str]]) -> list[str]:
     return sorted(f"{f}: {src} -> {dst}" for src, dst, f in found
-                  if (src, dst) not in ALLOWED and not RANK[dst] < RANK[src])
+                  if not RANK[dst] < RANK[src] or (src == "search" and dst in SEARCH_NEVER)
+                  or (dst == "sim" and src not in SIM_USERS))
 
 
 def test_every_layer_has_a_rank():
@@ -105,9 +108,36 @@ def test_imports_run_one_way():
     assert violations(edges()) == []
 
 
+def sim_modules_imported(tree: ast.AST) -> set[str]:
+    """The simulator's modules (not its package) that a module's code imports."""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module)
+    return {n for n in names if n.startswith("tuner.sim.")}
+
+
+def test_nothing_outside_the_simulator_imports_its_modules():
+    found = {f"{p.relative_to(ROOT.parent)}: {m}" for p in ROOT.rglob("*.py")
+             if layer_of(p) != "sim" for m in sim_modules_imported(ast.parse(p.read_text()))}
+    assert found == set()
+
+
+def test_a_simulator_module_import_is_found():
+    assert sim_modules_imported(ast.parse("from tuner.sim.serveargs import help_answer")) == {
+        "tuner.sim.serveargs"}
+    assert sim_modules_imported(ast.parse("from tuner.sim import help_answer")) == set()
+
+
 @pytest.mark.parametrize("src,dst", [("runner", "results"), ("trials", "runner"),
-                                     ("search", "runner"), ("study", "search"),
-                                     ("space", "study"), ("results", "service")])
+                                     ("search", "runner"), ("storage", "search"),
+                                     ("space", "storage"), ("results", "service"),
+                                     ("search", "storage"), ("search", "engine"),
+                                     ("search", "sim"), ("storage", "engine"),
+                                     ("engine", "storage"), ("storage", "sim"),
+                                     ("trials", "space")])
 def test_an_import_the_wrong_way_is_found(src, dst, tmp_path):
     code = ast.parse(f"from tuner.{dst} import something\n")
     found = {(src, d, f"tuner/{src}/new.py") for d in imported_layers(code)}
@@ -116,7 +146,7 @@ def test_an_import_the_wrong_way_is_found(src, dst, tmp_path):
 
 def test_annotations_only_imports_do_not_count():
     code = ast.parse("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
-                     "    from tuner.study.spec import StudySpec\n")
+                     "    from tuner.spec.study import StudySpec\n")
     assert imported_layers(code) == set()
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from tuner.space import baselines, build_space
 from tuner.space.check import launch_problem
-from tuner.study import load_study_file
+from tuner.storage import load_study_file
 from tuner.testing.examples import ready_study_files
 
 REPO = Path(__file__).resolve().parents[2]

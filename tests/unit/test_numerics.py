@@ -1,12 +1,12 @@
-"""tuner.space.numerics: every catalogue flag classed lossless or lossy, with a reason and
+"""tuner.numerics: every catalogue flag classed lossless or lossy, with a reason and
 a source; the space refuses lossy values unless the study opts in."""
 
 import pytest
 
 from tuner.errors import StudyFileError
 from tuner.space import CATALOGUE, build_space, repair
-from tuner.space.numerics import TABLE, is_lossy, lossy_flags, lossy_names, numerics
-from tuner.study import load_study_file
+from tuner.numerics import TABLE, is_lossy, lossy_flags, lossy_names, numerics
+from tuner.storage import load_study_file
 
 MODEL = '[model]\npath = "models/llama3-8b"\n'
 

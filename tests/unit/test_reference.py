@@ -2,7 +2,7 @@
 
 import pytest
 
-from tuner.study.spec import DEFAULT_OBJECTIVES, SLOSection
+from tuner.spec.study import DEFAULT_OBJECTIVES, SLOSection
 from tuner.testing.studies import study_spec
 from tuner.trials import TrialRecord, history, hypervolume, reference_point
 from tuner.trials.pareto import minimised

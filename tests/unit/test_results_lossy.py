@@ -4,7 +4,7 @@ limit, and a lossless configuration preferred unless the study opted in."""
 from tuner.results.best import pick_best
 from tuner.results.flagdiff import flag_words
 from tuner.results.lossy import accuracy_doc, accuracy_line
-from tuner.study.spec import DEFAULT_OBJECTIVES
+from tuner.spec.study import DEFAULT_OBJECTIVES
 from tuner.trials.record import ACCURACY, TrialRecord
 
 AUTO = {"kv_cache_dtype": "auto", "max_num_seqs": 256}

@@ -9,7 +9,7 @@ import pytest
 
 from tuner.results.gains import format_gains, gains, within_noise
 from tuner.runner.confirm import medians, spread
-from tuner.study.spec import Objective
+from tuner.spec.study import Objective
 from tuner.trials import Spread, TrialRecord
 
 pytestmark = pytest.mark.unit

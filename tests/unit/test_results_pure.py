@@ -12,7 +12,7 @@ from optuna.distributions import IntDistribution
 from optuna.trial import TrialState
 
 from tuner.results import changed_flags, flag_effects, gain_pct, limits_for, pick_best
-from tuner.study.spec import Objective
+from tuner.spec.study import Objective
 from tuner.trials import record
 from tuner.trials import (TrialRecord, describe_counts, dominates, from_frozen, history,
                           hypervolume, pareto_front)

@@ -4,7 +4,7 @@ import pytest
 
 from tuner.space import Context, rule_set
 from tuner.space.repair import repair
-from tuner.study import load_study_file
+from tuner.storage import load_study_file
 from tuner.space import build_space
 
 CTX = Context(min_model_len=1152, model_max_len=8192, num_attention_heads=32)

@@ -4,9 +4,9 @@ from pathlib import Path
 
 import pytest
 
-from tuner.runner import engine, logparse
+from tuner.engine import command as engine, logparse
 from tuner.space.argv import flags_argv
-from tuner.study import load_study_file
+from tuner.storage import load_study_file
 
 FLAGS = {"max_num_batched_tokens": 4096, "enable_prefix_caching": False,
          "enable_chunked_prefill": True, "enforce_eager": True, "gpu_memory_utilization": 0.85,

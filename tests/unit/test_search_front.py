@@ -16,9 +16,9 @@ from tuner.search.front import (MOVE, PROBES, FrontSampler, FrontSettings, View,
 from tuner.search import surrogate
 from tuner.search.surrogate import Encoding, fit, unmoved
 from tuner.space import baselines, build_space
-from tuner.study import load_study_file
+from tuner.storage import load_study_file
 from tuner.search.sampler import make_sampler
-from tuner.study.spec import DEFAULT_OBJECTIVES
+from tuner.spec.study import DEFAULT_OBJECTIVES
 
 SETTINGS = FrontSettings(rule_for(DEFAULT_OBJECTIVES, {}, {}, [0.0, 1000.0]),
                          ("output_throughput", "p99_itl_ms"))

@@ -11,7 +11,7 @@ from tuner.search.local import MOVE, LocalSampler, pareto
 from tuner.search.sampler import make_sampler
 from tuner.search.steps import LOG_FACTORS, PROBES
 from tuner.space import baselines, build_space
-from tuner.study import load_study_file
+from tuner.storage import load_study_file
 
 
 @pytest.fixture

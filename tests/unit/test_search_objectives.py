@@ -11,7 +11,7 @@ from optuna.distributions import FloatDistribution
 
 from tuner.search.acquisition import end_improvement, improvement
 from tuner.search.front import MOVE, FrontSampler, FrontSettings
-from tuner.study.spec import Objective
+from tuner.spec.study import Objective
 from tuner.trials.reference import rule_for
 
 SPACE = {n: FloatDistribution(0.0, 1.0) for n in ("x1", "x2", "x3", "x4")}

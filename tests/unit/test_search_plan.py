@@ -10,7 +10,7 @@ from tuner.errors import SamplerUnavailable
 from tuner.search import PLANS, SearchPlan, warm_start
 from tuner.search.sampler import AUTO, make_sampler, resolve
 from tuner.space import baselines, build_space
-from tuner.study import load_study_file
+from tuner.storage import load_study_file
 
 
 def test_auto_is_a_known_sampler_and_the_auto_plan_uses_it():
@@ -65,7 +65,7 @@ def test_a_study_file_accepts_exactly_the_samplers_make_sampler_knows():
     from typing import get_args
 
     from tuner.search.sampler import NAMES
-    from tuner.study.spec import SearchSection
+    from tuner.spec.study import SearchSection
 
     accepted = set(get_args(SearchSection.model_fields["sampler"].annotation))
     assert accepted == {"auto", *NAMES}

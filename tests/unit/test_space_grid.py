@@ -7,7 +7,7 @@ import pytest
 from tuner.space import build_space
 from tuner.space.grid import axis_levels, space_grid
 from tuner.space.params import Param
-from tuner.study import load_study_file
+from tuner.storage import load_study_file
 
 pytestmark = pytest.mark.unit
 

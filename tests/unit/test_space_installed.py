@@ -11,7 +11,7 @@ from tuner.installed import Installed, parse_answer
 from tuner.space import build_space
 from tuner.space.installed import same_device, unusable, unusable_here
 from tuner.space.params import param
-from tuner.study import load_study_file
+from tuner.storage import load_study_file
 
 RECORDED_024 = (Path(__file__).resolve().parents[2] / "tuner" / "testing" / "vllm024" /
                 "serve-help-all.txt").read_text()

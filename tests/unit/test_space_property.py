@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from tuner.space import build_space, repair
-from tuner.study import load_study_file
+from tuner.storage import load_study_file
 from tuner.testing.examples import ready_study_files
 
 STUDIES = ready_study_files()  # the template has placeholders (test_first_hour_cli)

@@ -2,7 +2,7 @@
 (../shared/h200-2026-12-01/logs: trial 9 compiled a new budget, trial 7 hit the compile cache,
 trial 1 started eager). Lines are cut where marked with '...'."""
 
-from tuner.runner.startlog import start_phases
+from tuner.engine.startlog import start_phases
 
 MISS = """\
 $ /opt/torch/.venv/bin/python3 -m vllm.entrypoints.openai.api_server --model /tmp/llama3-8b-dummy ...
@@ -85,7 +85,7 @@ def test_a_log_without_vllm_lines_gives_no_phases():
 
 
 def test_process_start_is_the_measured_start_less_what_the_log_covers():
-    from tuner.runner.startlog import with_process_start
+    from tuner.engine.startlog import with_process_start
 
     p = with_process_start(start_phases(HIT), 58.4)
     assert p["process_start"] == 19.4  # 58.4 s measured, 39 s between the log's stamps

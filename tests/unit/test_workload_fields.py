@@ -13,7 +13,7 @@ from tuner.loadgen import spec as loadgen
 from tuner.loadgen.spec import DEFAULT_VOCAB_SIZE, LoadSpec, WorkloadSpec
 from tuner.runner.measure import load_of, workload_of
 from tuner.sim.workload import SimWorkload, from_study
-from tuner.study.spec import MeasurementSection, WorkloadSection
+from tuner.spec.study import MeasurementSection, WorkloadSection
 from tuner.testing.studies import study_spec
 
 pytestmark = pytest.mark.unit
@@ -133,7 +133,7 @@ OLD_STORED = {
 
 
 def test_a_study_stored_before_the_one_model_still_opens(storage_url):
-    from tuner.study.store import SPEC, create_study, open_study
+    from tuner.storage.studies import SPEC, create_study, open_study
 
     opened, _ = create_study(study_spec("old-chat"), storage_url, installed=None)
     old = {**opened.study.user_attrs[SPEC], **OLD_STORED}

@@ -16,8 +16,8 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from tuner.accuracy.figures import Completion, Figures
-from tuner.space.numerics import lossy_flags
-from tuner.study.spec import StudySpec
+from tuner.numerics import lossy_flags
+from tuner.spec.study import StudySpec
 
 REFERENCE, REPLAY = "reference", "replay"
 DEFAULT_BASELINE = "default"

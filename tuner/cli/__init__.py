@@ -107,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     words = sys.argv[1:] if argv is None else list(argv)
     if words[:2] == ["sim", "serve"] and "--help=all" in words:
         # vLLM's `serve --help=all`, answered by the simulator (tuner.installed asks it)
-        from tuner.sim.serveargs import help_answer, wants_help_all
+        from tuner.sim import help_answer, wants_help_all
 
         sys.stdout.write(help_answer(wants_help_all(words) or "h200"))
         return 0
@@ -120,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"tuner: error: {e}", file=sys.stderr)
         return e.exit_code
     except Exception as e:
-        from tuner.study.outage import is_storage_error, reason
+        from tuner.storage.outage import is_storage_error, reason
 
         if not is_storage_error(e):
             raise

@@ -10,7 +10,7 @@ from pathlib import Path
 from tuner.cli.study import add_storage_flag
 from tuner.errors import UsageError
 from tuner.settings import settings
-from tuner.study import mask, resolve_url
+from tuner.storage import mask, resolve_url
 
 log = logging.getLogger(__name__)
 

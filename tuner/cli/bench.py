@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-from tuner.durations import duration_s
+from tuner.spec.durations import duration_s
 from tuner.errors import BenchmarkError, UsageError
 from tuner.limits import MAX_TIME_SCALE
 from tuner.loadgen import SLO, LoadSpec, WorkloadSpec, fetch_model, run_benchmark

@@ -14,8 +14,8 @@ import optuna
 from tuner import optuna_adapter
 from tuner.cli.study import add_storage_flag
 from tuner.errors import UsageError
-from tuner.study import mask, open_storage, open_study, resolve_url
-from tuner.study.store import SPEC
+from tuner.storage import mask, open_storage, open_study, resolve_url
+from tuner.storage.studies import SPEC
 
 log = logging.getLogger(__name__)
 

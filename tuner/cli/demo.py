@@ -10,9 +10,9 @@ import optuna
 
 from tuner.cli.study import add_storage_flag
 from tuner.cli.worker import run_worker
-from tuner.runner.trust import EngineTrust
-from tuner.study import create_study, load_study_file, mask, resolve_url
-from tuner.study.storage import open_storage
+from tuner.engine.trust import EngineTrust
+from tuner.storage import create_study, load_study_file, mask, resolve_url
+from tuner.storage.database import open_storage
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +65,7 @@ def _front_plot(name: str, url: str) -> str:
     from tuner.trials.pareto import pareto_front
     from tuner.trials.queries import load_records
     from tuner.results.textplot import front_plot
-    from tuner.study import open_study
+    from tuner.storage import open_study
 
     opened = open_study(name, url)
     front = pareto_front(load_records(opened.study), opened.spec.objectives)

@@ -17,7 +17,7 @@ from tuner.results.answer import best_answer
 from tuner.results.errors import NoResultsError
 from tuner.results.summary import Summary
 from tuner.results.table import pareto_text
-from tuner.study import open_study, resolve_url
+from tuner.storage import open_study, resolve_url
 from tuner.trials import load_records
 
 log = logging.getLogger(__name__)

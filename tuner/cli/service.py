@@ -9,12 +9,12 @@ import time
 
 from tuner.cli.study import add_storage_flag, again, storage_source
 from tuner.cli.worker import add_trust_flags
-from tuner.durations import parse_duration
+from tuner.spec.durations import parse_duration
 from tuner.errors import TunerError
 from tuner.service import launch, read_status, render_status, stop
-from tuner.study import mask, resolve_url
-from tuner.runner.trust import EngineTrust
-from tuner.study.storage import storage_env
+from tuner.storage import mask, resolve_url
+from tuner.engine.trust import EngineTrust
+from tuner.storage.database import storage_env
 
 log = logging.getLogger(__name__)
 

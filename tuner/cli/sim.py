@@ -21,7 +21,7 @@ def register(subparsers) -> None:
                     "measurement.")
     sub = parser.add_subparsers(dest="sim_command", metavar="SIM_COMMAND")
     sub.required = True
-    from tuner.sim.serveargs import add_serve_flags
+    from tuner.sim import add_serve_flags
 
     serve = sub.add_parser("serve", help="serve like `vllm serve` (same flags) on a simulated GPU")
     add_serve_flags(serve)
@@ -52,9 +52,9 @@ def register(subparsers) -> None:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from tuner.sim.launch import serve
+    from tuner.sim import serve
 
-    from tuner.sim.serveargs import refused
+    from tuner.sim import refused
 
     if not (args.model or args.model_tag):
         raise UsageError("no model: pass --model DIR (a folder with a config.json)")
@@ -77,8 +77,8 @@ def _value(text: str):
 
 
 def _axes(specs: list[str]) -> dict:
-    from tuner.sim.config import FLAG_NAMES
-    from tuner.sim.grid import DEFAULT_AXES
+    from tuner.sim import FLAG_NAMES
+    from tuner.sim import DEFAULT_AXES
 
     axes = dict(DEFAULT_AXES)
     for spec in specs:
@@ -91,10 +91,10 @@ def _axes(specs: list[str]) -> dict:
 
 def _study_grid(args: argparse.Namespace):
     """(model dir, GPU, workload, grid points, axes) of a study file's whole search space."""
-    from tuner.sim.workload import from_study
+    from tuner.sim import from_study
     from tuner.space import build_space
     from tuner.space.grid import space_grid
-    from tuner.study import load_study_file
+    from tuner.storage import load_study_file
 
     spec = load_study_file(args.study)
     model = Path(args.model or spec.model.path)
@@ -110,11 +110,11 @@ def _study_grid(args: argparse.Namespace):
 
 
 def _grid(args: argparse.Namespace) -> int:
-    from tuner.sim.grid import evaluate_grid, grid_points, pareto_front
-    from tuner.sim.profiles import load_gpu
-    from tuner.sim.shape import load_shape
+    from tuner.sim import evaluate_grid, grid_points, pareto_front
+    from tuner.sim import load_gpu
+    from tuner.sim import load_shape
     from tuner.loadgen.spec import build
-    from tuner.sim.workload import SimWorkload
+    from tuner.sim import SimWorkload
 
     if args.study:
         model, gpu_name, workload, points, axes = _study_grid(args)

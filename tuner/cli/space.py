@@ -10,8 +10,8 @@ from tuner.errors import UsageError
 from tuner.installed import Installed
 from tuner.space import SearchSpace, build_space, repair
 from tuner.space.draw import draw
-from tuner.study import load_study_file
-from tuner.study.store import ask_study_engine
+from tuner.storage import load_study_file
+from tuner.storage.studies import ask_study_engine
 
 
 def register(subparsers) -> None:

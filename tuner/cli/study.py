@@ -10,8 +10,8 @@ from sqlalchemy.engine import make_url
 
 from tuner.search.sampler import require
 from tuner.settings import settings
-from tuner.study import create_study, list_studies, load_study_file, mask, resolve_url
-from tuner.study.load import names_itself
+from tuner.storage import create_study, list_studies, load_study_file, mask, resolve_url
+from tuner.storage.load import names_itself
 from tuner.trials.queries import baseline_of
 
 

@@ -9,13 +9,13 @@ import signal
 import sys
 
 from tuner.cli.study import add_storage_flag
-from tuner.durations import parse_duration
+from tuner.spec.durations import parse_duration
 from tuner.errors import UsageError
 from tuner.runner import Worker
-from tuner.runner.gpu import parse_gpus
-from tuner.runner.gpulock import GpuLocks
-from tuner.runner.trust import EngineTrust
-from tuner.study import mask, resolve_url
+from tuner.engine.gpu import parse_gpus
+from tuner.engine.gpulock import GpuLocks
+from tuner.engine.trust import EngineTrust
+from tuner.storage import mask, resolve_url
 
 log = logging.getLogger(__name__)
 

@@ -5,8 +5,8 @@ For ``engine.kind = "vllm"`` the study's python runs ``PROBE``: it prints vLLM's
 (from its package metadata, without importing vllm), the batch defaults of vLLM's own
 ``EngineArgs.get_batch_defaults`` on the device it sees, then ``vllm serve --help=all``.
 The version is asked first on its own (``VERSION_PROBE``, a fraction of a second): when a
-cached answer for that version exists, the slow part is skipped. (For ``kind = "sim"`` the
-simulator answers the same question: ``tuner.study.store.ask_study_engine``.)
+cached answer for that version exists, the slow part is skipped. For ``kind = "sim"`` the
+simulator answers the same question as its own process (``ask_sim``).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 from typing import Mapping, Sequence
 
@@ -81,6 +82,17 @@ def ask_vllm(python: str, env: Mapping[str, str] | None = None, world_size: int 
         return parse_answer(out)
     except HelpParseError as e:
         raise ProbeError(f"{python}: {e}") from e
+
+
+def ask_sim(gpu: str, timeout_s: float = 60) -> Installed:
+    """What the simulator answers for ``gpu``: ``python -m tuner.sim serve --help=all``, run
+    as vLLM's probe is run (a process, never an import of the simulator)."""
+    argv = [sys.executable, "-m", "tuner.sim", "serve", "--gpu", gpu, "--help=all"]
+    out = _run(argv, {}, timeout_s)
+    try:
+        return parse_answer(out)
+    except HelpParseError as e:
+        raise ProbeError(f"tuner sim: {e}") from e
 
 
 def cache_file(cache_dir: Path, engine: str, version: str) -> Path:

@@ -6,7 +6,7 @@ at once, as a study file writes them and the simulator reads them; ``WorkloadSpe
 ``LoadSpec`` add what only a load generator's run needs. ``SLO`` says what counts as a good
 request. All are validated here, at the edge; the rest of the package trusts them. Built
 directly, a bad value is a ``UsageError``; inside a study file, a pydantic ``ValidationError``
-that names the key (``tuner.study.load``).
+that names the key (``tuner.storage.load``).
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ M = TypeVar("M", bound=BaseModel)
 
 def build(cls: type[M], **data: Any) -> M:
     """``cls(**data)``, a bad value a ``UsageError`` naming the field (for values from a
-    command line; a study file's are checked with their key by ``tuner.study.load``)."""
+    command line; a study file's are checked with their key by ``tuner.storage.load``)."""
     try:
         return cls(**data)
     except ValidationError as e:

@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from tuner.space.numerics import lossy_flags
+from tuner.numerics import lossy_flags
 from tuner.trials import TrialRecord
 from tuner.trials.pareto import Goal, unique_configs, vector
 from tuner.trials.record import ACCURACY

@@ -26,7 +26,7 @@ from tuner.results.gains import format_gains, gains
 from tuner.results.serve import serve_argv
 from tuner.results.summary import Summary, summarise
 from tuner.space import shell_line
-from tuner.study import OpenStudy
+from tuner.storage import OpenStudy
 from tuner.trials import TrialRecord, load_records
 
 FIGURE_IDS = ("tuner-pareto", "tuner-hypervolume", "tuner-flag-effects")

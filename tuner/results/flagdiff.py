@@ -6,7 +6,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from tuner.space.numerics import is_lossy
+from tuner.numerics import is_lossy
 from tuner.space.params import BY_NAME
 
 
@@ -28,7 +28,7 @@ def changed_flags(flags: Mapping[str, Any], defaults: Mapping[str, Any]) -> dict
 
 def flag_words(flags: Mapping[str, Any]) -> str:
     """'--max-num-batched-tokens 16384 --no-enable-prefix-caching' (catalogue order); a
-    lossy value is followed by '[lossy]' (tuner/space/numerics.py)."""
+    lossy value is followed by '[lossy]' (tuner/numerics.py)."""
     words = []
     for name, value in flags.items():
         p = BY_NAME.get(name)

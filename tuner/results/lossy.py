@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tuner.space.numerics import lossy_flags
+from tuner.numerics import lossy_flags
 from tuner.trials import TrialRecord
 from tuner.trials.parts import Accuracy
 from tuner.trials.record import ACCURACY

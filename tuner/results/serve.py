@@ -18,7 +18,7 @@ from typing import Any
 import yaml
 
 from tuner.space import flags_argv
-from tuner.study.spec import StudySpec
+from tuner.spec.study import StudySpec
 from tuner.trials import TrialRecord
 
 

@@ -16,7 +16,7 @@ from tuner.results.effects import FlagEffect, flag_effects
 from tuner.results.flagdiff import changed_flags
 from tuner.results.gains import gains, within_noise
 from tuner.space import SearchSpace
-from tuner.study.spec import StudySpec
+from tuner.spec.study import StudySpec
 from tuner.trials import (TrialRecord, default_baseline, describe_counts, history,
                           pareto_front, reference_point)
 from tuner.trials.reference import study_rule

@@ -1,4 +1,4 @@
-"""The trial runner: engines, server supervision, the trial loop, worker registration."""
+"""The trial loop: ask a configuration, measure it on a started engine, tell the study."""
 
 from tuner.runner.worker import Summary, Worker, study_dir
 

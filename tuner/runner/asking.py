@@ -20,7 +20,7 @@ from optuna.trial import FrozenTrial, TrialState
 
 from tuner import optuna_adapter
 from tuner.errors import TunerError
-from tuner.study.outage import is_storage_error
+from tuner.storage.outage import is_storage_error
 from tuner.trials import record
 from tuner.trials.record import TrialRecord
 

@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from tuner.study.spec import StudySpec
+from tuner.spec.study import StudySpec
 from tuner.trials.record import TrialRecord
 
 # Enough of `vllm bench serve`'s stderr to hold its traceback's end, small enough to store.

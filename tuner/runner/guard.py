@@ -18,7 +18,7 @@ from tuner.accuracy import client, guard
 from tuner.accuracy.figures import compare
 from tuner.accuracy.prompts import prompt_set
 from tuner.errors import AccuracyError
-from tuner.study.spec import StudySpec
+from tuner.spec.study import StudySpec
 from tuner.trials import record
 from tuner.trials.record import TrialRecord
 

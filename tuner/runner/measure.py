@@ -23,12 +23,13 @@ from tuner.errors import EngineError, EngineExitedError
 from tuner.loadgen import SLO, LoadSpec, WorkloadSpec, gaps, run_benchmark
 from tuner.loadgen.spec import DEFAULT_VOCAB_SIZE
 from tuner.runner import confirm as confirmation
-from tuner.runner import crosscheck, engine, gpu, logparse, startlog
+from tuner.runner import crosscheck
+from tuner.engine import command as engine, gpu, logparse, startlog
 from tuner.runner.guard import Guard
 from tuner.runner.interrupts import deferred_interrupts, run_interruptible
-from tuner.runner.ports import free_port
-from tuner.runner.server import Server
-from tuner.study.spec import StudySpec
+from tuner.engine.ports import free_port
+from tuner.engine.supervisor import Server
+from tuner.spec.study import StudySpec
 from tuner.trials import record
 from tuner.trials.parts import Failure, FailureKind
 from tuner.trials.record import TrialRecord

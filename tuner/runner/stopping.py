@@ -17,7 +17,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Sequence
 
-from tuner.durations import duration_s
+from tuner.spec.durations import duration_s
 from tuner.trials import default_baseline, reference_point
 from tuner.trials import history as hv_history
 from tuner.trials.record import STOPPED

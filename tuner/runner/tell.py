@@ -1,7 +1,7 @@
 """Telling the study: user attributes, constraints, then the state and values.
 
 ``tell`` may be called again after a database outage broke it half-way (the worker retries
-it, see ``tuner.study.outage``), so it is idempotent: attributes are set again (harmless),
+it, see ``tuner.storage.outage``), so it is idempotent: attributes are set again (harmless),
 constraints already set are skipped, and a trial found finished is not told twice. A trial
 that someone else closed while this worker could not reach the database (the heartbeat of
 another worker failed it as stale) keeps that state; the measurement is then added as a

@@ -24,26 +24,27 @@ import optuna
 
 from tuner import optuna_adapter
 from tuner.errors import LaunchError, StorageUnreachable, UsageError
-from tuner.runner import asking, crosscheck, engine
+from tuner.runner import asking, crosscheck
+from tuner.engine import command as engine
 from tuner.runner import confirm as confirmation
 from tuner.runner.asking import Watched
-from tuner.runner.claimlock import ClaimLock
+from tuner.storage.claimlock import ClaimLock
 from tuner.runner.guard import Guard
 from tuner.runner.interrupts import deferred_interrupts
 from tuner.runner.measure import Slot, measure
 from tuner.runner.progress import Progress
 from tuner.runner.proposal import Proposal, propose
-from tuner.runner.registry import STOP, Registration, stop_requested
+from tuner.storage.registry import STOP, Registration, stop_requested
 from tuner.runner.tell import tell
-from tuner.runner.trust import EngineTrust
+from tuner.engine.trust import EngineTrust
 from tuner.search.sampler import make_sampler
 from tuner.space.installed import unusable_here
-from tuner.study import OpenStudy, open_study
+from tuner.storage import OpenStudy, open_study
 from tuner.search.front import FrontSettings
-from tuner.study.home import writable_folder
-from tuner.study.outage import retrying
-from tuner.study.storage import HEARTBEAT_S, cache_root, study_dir
-from tuner.study.store import ask_study_engine
+from tuner.home import writable_folder
+from tuner.storage.outage import retrying
+from tuner.storage.database import HEARTBEAT_S, cache_root, study_dir
+from tuner.storage.studies import ask_study_engine
 from tuner.trials import drift, pareto, queries, record
 from tuner.trials.queued import enqueue_as_given
 from tuner.trials.parts import Failure
@@ -249,7 +250,7 @@ class Worker:
                           f"{default.number}) on this host")
 
     def _db(self, call, give_up=None):
-        """A storage call that waits out a database outage (tuner.study.outage)."""
+        """A storage call that waits out a database outage (tuner.storage.outage)."""
         return retrying(call, url=self.storage_url, say=self.progress.say, give_up=give_up)
 
     def _one_trial(self) -> str:

@@ -15,7 +15,7 @@ import optuna
 from tuner.errors import SamplerUnavailable, UsageError
 from tuner.search.front import OBJECTIVES, FrontSampler, FrontSettings
 from tuner.search.local import LocalSampler
-from tuner.study.spec import DEFAULT_OBJECTIVES
+from tuner.spec.study import DEFAULT_OBJECTIVES
 from tuner.trials.reference import rule_for
 
 AUTO = "front"

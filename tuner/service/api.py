@@ -32,10 +32,10 @@ from tuner.results.lossy import accuracy_doc, accurate
 from tuner.results.readonly import is_loopback
 from tuner.service import status
 from tuner.space import build_space
-from tuner.study import open_storage
-from tuner.study.load import spec_from_json
-from tuner.study.spec import is_study_name
-from tuner.study.store import SPEC, stored_engine
+from tuner.storage import open_storage
+from tuner.storage.load import spec_from_json
+from tuner.spec.study import is_study_name
+from tuner.storage.studies import SPEC, stored_engine
 from tuner.trials import load_records
 
 READER = web.AppKey("reader", object)

@@ -21,14 +21,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tuner.errors import LaunchError, UsageError
-from tuner.runner import gpu, proctree, study_dir
-from tuner.runner.gpulock import GpuLocks
-from tuner.runner.trust import EngineTrust
-from tuner.runner.registry import STOP
+from tuner.engine import gpu, proctree
+from tuner.runner import study_dir
+from tuner.engine.gpulock import GpuLocks
+from tuner.engine.trust import EngineTrust
+from tuner.storage.registry import STOP
 from tuner.runner.stopping import LAUNCHED_AT
 from tuner.service.workers import views
-from tuner.study import OpenStudy, open_study
-from tuner.study.storage import HEARTBEAT_S
+from tuner.storage import OpenStudy, open_study
+from tuner.storage.database import HEARTBEAT_S
 
 
 @dataclass(frozen=True)

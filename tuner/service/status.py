@@ -17,11 +17,11 @@ from optuna.trial import FrozenTrial
 
 from tuner.results.best import limits_for, pick_best
 from tuner.results.gains import gains
-from tuner.runner.registry import STOP
+from tuner.storage.registry import STOP
 from tuner.service.workers import WorkerView, views
-from tuner.study import open_study
-from tuner.study.spec import StudySpec
-from tuner.study.storage import HEARTBEAT_S
+from tuner.storage import open_study
+from tuner.spec.study import StudySpec
+from tuner.storage.database import HEARTBEAT_S
 from tuner.trials import (TrialRecord, counted, default_baseline, from_frozen, history,
                           pareto_front, record, reference_point)
 from tuner.trials.drift import ReferenceRun, reference_runs

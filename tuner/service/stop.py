@@ -14,11 +14,11 @@ import signal
 import time
 from collections.abc import Callable
 
-from tuner.runner import proctree
-from tuner.runner.registry import STOP
+from tuner.engine import proctree
+from tuner.storage.registry import STOP
 from tuner.service.workers import WorkerView, views
-from tuner.study import open_study
-from tuner.study.storage import HEARTBEAT_S
+from tuner.storage import open_study
+from tuner.storage.database import HEARTBEAT_S
 
 
 def _live(study) -> list[WorkerView]:

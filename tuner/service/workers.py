@@ -14,8 +14,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from tuner.runner import proctree
-from tuner.runner.registry import PREFIX
+from tuner.engine import proctree
+from tuner.storage.registry import PREFIX
 
 
 @dataclass(frozen=True)

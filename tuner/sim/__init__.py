@@ -14,9 +14,9 @@ measurement.
     server.py / openai.py         the aiohttp front with vLLM's routes; metrics.py
     workload.py / grid.py         the offline evaluator, the grid and its Pareto front
 
-Public API for the search benchmark: ``evaluate``, ``evaluate_grid``, ``grid_points``,
-``pareto_front``, ``SimOutcome``, ``SimWorkload``, ``ModelShape``, ``GpuProfile``,
-``load_gpu``, ``load_shape``.
+The package's names below are its public API (the search benchmark, `tuner sim`'s
+commands); nothing outside ``tuner/sim`` imports its modules. The tuner reaches the running
+engine only as a process (``python -m tuner.sim serve``), as it reaches vLLM.
 """
 
 import importlib
@@ -25,6 +25,9 @@ _EXPORTS = {
     "SimOutcome": "grid", "evaluate": "grid", "evaluate_grid": "grid", "grid_points": "grid",
     "pareto_front": "grid", "GpuProfile": "profiles", "load_gpu": "profiles",
     "ModelShape": "shape", "load_shape": "shape", "SimWorkload": "workload",
+    "from_study": "workload", "DEFAULT_AXES": "grid", "FLAG_NAMES": "config",
+    "add_serve_flags": "serveargs", "refused": "serveargs", "help_answer": "serveargs",
+    "wants_help_all": "serveargs", "serve": "launch",
 }
 __all__ = sorted(_EXPORTS)
 

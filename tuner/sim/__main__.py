@@ -4,6 +4,7 @@ the tuner CLI (it starts, and refuses, faster)."""
 import argparse
 import sys
 
+from tuner.errors import TunerError
 from tuner.sim.serveargs import add_serve_flags, help_answer, refused, wants_help_all
 
 
@@ -11,7 +12,11 @@ def main(argv: list[str] | None = None) -> int:
     words = sys.argv[1:] if argv is None else argv
     gpu = wants_help_all(words)
     if gpu is not None and words[:1] == ["serve"]:
-        sys.stdout.write(help_answer(gpu, "python -m tuner.sim serve"))
+        try:
+            sys.stdout.write(help_answer(gpu, "python -m tuner.sim serve"))
+        except (KeyError, ValueError, TunerError) as e:  # an unknown GPU
+            print(f"error: {e}", file=sys.stderr)
+            return 2
         return 0
     parser = argparse.ArgumentParser(prog="python -m tuner.sim")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -23,7 +28,6 @@ def main(argv: list[str] | None = None) -> int:
     if refusal:
         print(f"error: {refusal}", file=sys.stderr)
         return 2
-    from tuner.errors import TunerError
     from tuner.sim.launch import serve
 
     try:

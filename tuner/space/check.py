@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from typing import Any
 
-from tuner.space.numerics import is_lossy
+from tuner.numerics import is_lossy
 from tuner.space.params import Param, param
 
 

@@ -17,13 +17,13 @@ from optuna.distributions import (BaseDistribution, CategoricalDistribution,
 from tuner.space.defaults import vllm_defaults
 from tuner.space.check import check_fixed, check_names, check_override
 from tuner.space.installed import engine_defaults, unusable
-from tuner.space.numerics import is_lossy, lossy_flags, lossy_names, numerics
+from tuner.numerics import is_lossy, lossy_flags, lossy_names, numerics
 from tuner.space.params import CATALOGUE, Param, param
 from tuner.space.rules import Context, RuleSet, rule_set
 
 if TYPE_CHECKING:  # the study package imports this one
     from tuner.installed import Installed
-    from tuner.study.spec import StudySpec
+    from tuner.spec.study import StudySpec
 
 DEFAULT_HIGH = {"max_num_batched_tokens": 32768}
 

@@ -252,7 +252,7 @@ def _parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, FakeScript]
     p.add_argument("--generate-sep", choices=("nul", "newline"), default="nul")
     p.add_argument("--no-metrics", action="store_true")
     p.add_argument("--stream-interval", type=int, default=1)
-    # As `vllm serve` is started (tuner/runner/engine.py): it serves the served name and
+    # As `vllm serve` is started (tuner/engine/command.py): it serves the served name and
     # ignores the engine flags, so a study can run it through the runner.
     p.add_argument("--served-model-name")
     a, _ = p.parse_known_args(argv)

@@ -11,7 +11,7 @@ time (``scale``): the load generator converts what it measures back to simulated
 
 from __future__ import annotations
 
-from tuner.study import create_study, load_study_file, open_study
+from tuner.storage import create_study, load_study_file, open_study
 
 SIM = '''
 [model]

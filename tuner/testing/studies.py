@@ -51,8 +51,9 @@ from tuner.accuracy.figures import Figures
 from tuner.runner.tell import tell
 from tuner.space import SearchSpace, flags_argv, repair
 from tuner.space.draw import draw_value
-from tuner.study import OpenStudy, StudySpec, create_study, open_study
-from tuner.study.spec import ModelSection, SLOSection, SpaceSection, WorkloadSection
+from tuner.storage import OpenStudy, create_study, open_study
+from tuner.spec import StudySpec
+from tuner.spec.study import ModelSection, SLOSection, SpaceSection, WorkloadSection
 from tuner.trials import record
 from tuner.trials.record import TrialRecord
 

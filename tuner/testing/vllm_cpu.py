@@ -2,7 +2,7 @@
 
 For end-to-end tests and smoke checks on a machine without a GPU. The server runs as
 ``PYTHON -m vllm.entrypoints.openai.api_server --model DIR --load-format dummy ...`` under
-:class:`tuner.runner.server.Server`: its own process group, a log file, a health wait that
+:class:`tuner.engine.supervisor.Server`: its own process group, a log file, a health wait that
 tells "exited with code N" from "not ready in time", SIGTERM then SIGKILL on stop.
 
     python = default_python()                        # REPO/.venv-vllm/bin/python
@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Mapping, Sequence
 
-from tuner.runner.engine import VLLM_MODULE, Launch
-from tuner.runner.ports import free_port
-from tuner.runner.server import Server
+from tuner.engine.command import VLLM_MODULE, Launch
+from tuner.engine.ports import free_port
+from tuner.engine.supervisor import Server
 from tuner.settings import settings
 
 REPO_ROOT = Path(__file__).resolve().parents[2]

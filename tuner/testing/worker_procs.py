@@ -11,7 +11,7 @@ import threading
 import time
 from pathlib import Path
 
-from tuner.runner import proctree
+from tuner.engine import proctree
 
 
 def start_worker(study: str, storage: str, gpus: str = "0", *extra: str,

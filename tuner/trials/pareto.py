@@ -17,7 +17,7 @@ T = TypeVar("T")
 
 
 class Goal(Protocol):
-    """What Pareto selection needs of an objective (``tuner.study.spec.Objective`` fits)."""
+    """What Pareto selection needs of an objective (``tuner.spec.study.Objective`` fits)."""
 
     metric: str
     direction: str

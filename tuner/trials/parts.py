@@ -13,7 +13,7 @@ Each part is a frozen dataclass stored as one JSON object (a user attribute of t
   written back after the fields.
 
 The keys are the ones their writers use (``tuner.loadgen.prometheus``, the load generator's
-``_client_view``, ``tuner.loadgen.window``, ``tuner.runner.startlog``,
+``_client_view``, ``tuner.loadgen.window``, ``tuner.engine.startlog``,
 ``tuner.accuracy.guard``, ``tuner.runner.crosscheck``, ``tuner.runner.confirm``); the unit
 tests load every committed study's trials with them (tests/unit/test_trials_parts.py).
 """
@@ -156,7 +156,7 @@ class Window(Part):
 
 @dataclass(frozen=True)
 class StartPhases(Part):
-    """The start as vLLM's log tells it (``tuner.runner.startlog``): seconds per phase, the
+    """The start as vLLM's log tells it (``tuner.engine.startlog``): seconds per phase, the
     compile cache's ``hit`` | ``miss`` and the compiled token range."""
 
     weights: float | None = None

@@ -49,12 +49,12 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
-from tuner.space.numerics import lossy_flags
+from tuner.numerics import lossy_flags
 from tuner.trials.parts import (Accuracy, ClientView, Failure, Part, Repeat, ServerView,
                                 StartPhases, VllmBench, Window)
 
 if TYPE_CHECKING:  # the builders read a spec; trials/ imports no layer above it
-    from tuner.study.spec import StudySpec
+    from tuner.spec.study import StudySpec
 
 
 class Outcome(str, enum.Enum):

@@ -78,6 +78,6 @@ def rule_for(objectives: Sequence, limits: Mapping[str, float],
 
 
 def study_rule(spec) -> ReferenceRule:
-    """The rule of a study spec (``tuner.study.StudySpec``)."""
+    """The rule of a study spec (``tuner.spec.StudySpec``)."""
     return rule_for(spec.objectives, spec.slo.limits(), spec.slo.floors(),
                     [spec.worst_value(o) for o in spec.objectives])

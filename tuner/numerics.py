@@ -115,7 +115,7 @@ def numerics(name: str) -> Numerics:
         return TABLE[name]
     except KeyError:
         raise KeyError(f"flag {name!r} is not classed lossless or lossy in "
-                       "tuner/space/numerics.py") from None
+                       "tuner/numerics.py") from None
 
 
 def is_lossy(name: str, value: Any) -> bool:

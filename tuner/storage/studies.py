@@ -21,13 +21,12 @@ from tuner import optuna_adapter
 from tuner import __version__
 from tuner.errors import StorageError, StudyConflictError, StudyNotFoundError, UsageError
 from tuner.installed import Installed
-from tuner.installed import parse_answer
-from tuner.installed.probe import ProbeError, cached_vllm
+from tuner.installed.probe import ProbeError, ask_sim, cached_vllm
 from tuner.space import CATALOGUE, SearchSpace, baselines, build_space
-from tuner.study.changes import CHANGEABLE, changes, first_refused
-from tuner.study.load import spec_from_json
-from tuner.study.spec import StudySpec, is_study_name
-from tuner.study.storage import mask, open_storage, study_dir
+from tuner.spec.changes import CHANGEABLE, changes, first_refused
+from tuner.storage.load import spec_from_json
+from tuner.spec.study import StudySpec, is_study_name
+from tuner.storage.database import mask, open_storage, study_dir
 from tuner.trials.queries import baseline_of
 from tuner.trials.queued import enqueue_as_given
 
@@ -64,15 +63,10 @@ def _space_or_usage_error(spec: StudySpec, installed: Installed | None = None) -
 def ask_engine(spec: StudySpec, gpus=()) -> Installed:
     """What the study's engine answers on this host: vLLM through its parser in a
     subprocess of the study's python (cached per version in the study's folder); the
-    simulator in-process (what `tuner sim serve --help=all` prints). ProbeError when it
-    cannot be asked."""
+    simulator as its own process, asked the same way. ProbeError when it cannot be
+    asked."""
     if spec.engine.kind == "sim":
-        from tuner.sim.serveargs import help_answer
-
-        try:
-            return parse_answer(help_answer(spec.hardware.gpu))
-        except (KeyError, ValueError) as e:
-            raise ProbeError(f"tuner sim: {e}") from e
+        return ask_sim(spec.hardware.gpu)
     return cached_vllm(spec.engine.python, study_dir(spec.name) / "engine", spec.engine.env,
                        spec.model.tensor_parallel_size, gpus)
 

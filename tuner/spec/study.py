@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 from pydantic import (BaseModel, ConfigDict, Field, ValidationInfo, field_validator,
                       model_validator)
 
-from tuner.durations import duration_s
+from tuner.spec.durations import duration_s
 from tuner.limits import (MAX_DURATION_MS, MAX_DURATION_S, MAX_HEADS, MAX_SEED, MAX_THROUGHPUT,
                           MAX_TIME_SCALE, MAX_TOKENS, MAX_TRIALS, MAX_VOCAB)
 from tuner.loadgen.spec import Stopping, Workload
@@ -145,7 +145,7 @@ class SpaceSection(_Section):
     ranges: dict[str, RangeOverride] = Field(default_factory=dict)
     fixed: dict[str, Any] = Field(default_factory=dict)
     exclude: list[str] = Field(default_factory=list)
-    # Flags whose lossy values (tuner/space/numerics.py) the study opts in to; without
+    # Flags whose lossy values (tuner/numerics.py) the study opts in to; without
     # them the space is lossless: those values are never proposed, fixed or ranged.
     lossy: list[str] = Field(default_factory=list)
 

@@ -15,8 +15,8 @@ import urllib.request
 from pathlib import Path
 
 from tuner.errors import EngineExitedError, EngineTimeoutError
-from tuner.runner import logparse, proctree
-from tuner.runner.engine import Launch, engine_environment
+from tuner.engine import logparse, proctree
+from tuner.engine.command import Launch, engine_environment
 
 
 PR_SET_PDEATHSIG = 1

@@ -13,7 +13,7 @@ PostgreSQL: a session advisory lock keyed by the study's name, on a connection o
 on the database file itself, opened read-only (a SQLite file is shared by the processes of
 one host only; the kernel drops the lock with the process; SQLite's own locks are
 ``fcntl`` locks, which ``flock`` does not touch on Linux; and a read-only folder or file,
-which ``tuner.study.outage`` reports as a permanent error, does not stop the lock).
+which ``tuner.storage.outage`` reports as a permanent error, does not stop the lock).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from pathlib import Path
 import sqlalchemy
 import sqlalchemy.pool
 
-from tuner.study.storage import connect_args, sqlite_path
+from tuner.storage.database import connect_args, sqlite_path
 
 POLL_S = 0.05
 

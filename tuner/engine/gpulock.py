@@ -21,7 +21,7 @@ from pathlib import Path
 
 from tuner.errors import LaunchError
 from tuner.settings import settings
-from tuner.study.home import writable_folder
+from tuner.home import writable_folder
 
 INHERITED_FDS = "TUNER_GPU_LOCK_FDS"  # "gpu:fd,gpu:fd" from the launching process
 

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ValidationError
 from tuner.errors import StudyFileError
 from tuner.loadgen.spec import error_text
 from tuner.space import build_space
-from tuner.study.spec import StudySpec
+from tuner.spec.study import StudySpec
 
 if sys.version_info >= (3, 11):
     import tomllib

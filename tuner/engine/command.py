@@ -17,7 +17,7 @@ from typing import Any, Mapping, Sequence
 
 from tuner.settings import Settings
 from tuner.space.argv import flags_argv
-from tuner.study.spec import StudySpec
+from tuner.spec.study import StudySpec
 
 VLLM_MODULE = "vllm.entrypoints.openai.api_server"
 

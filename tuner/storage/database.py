@@ -23,8 +23,8 @@ import sqlalchemy.pool
 from sqlalchemy import event
 from sqlalchemy.engine import URL, Engine, make_url
 
-from tuner.study.home import writable_folder
-from tuner.study.spec import is_study_name
+from tuner.home import writable_folder
+from tuner.spec.study import is_study_name
 from tuner.errors import StorageError, StudyNotFoundError, UsageError
 from tuner.settings import settings
 
@@ -193,7 +193,7 @@ def _engine_kwargs(url: str) -> dict:
     a connection attempt ends after ``$TUNER_STORAGE_CONNECT_TIMEOUT_S`` (a server that
     accepts and never answers), a statement after ``$TUNER_STORAGE_STATEMENT_TIMEOUT_S``
     (the server cancels it), and a silent peer is found by TCP keepalives. Each ends in an
-    ``OperationalError``, which ``tuner.study.outage`` treats as an outage.
+    ``OperationalError``, which ``tuner.storage.outage`` treats as an outage.
     """
     limits = settings()
     if url.startswith("sqlite"):

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 
 from tuner.errors import UsageError
 from tuner.settings import settings
-from tuner.runner.engine import VLLM_MODULE, program
-from tuner.study.spec import StudySpec
+from tuner.engine.command import VLLM_MODULE, program
+from tuner.spec.study import StudySpec
 
 # engine.env names a stored study may set without trust: settings of the engine's
 # libraries, none of which loads code from a path.

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from tuner.study.spec import StudySpec
+from tuner.spec.study import StudySpec
 
 CHANGEABLE = ("description", "search.n_trials", "search.deadline", "search.patience")
 SECRET_PREFIX = "engine.env."  # values that may be tokens: named, never printed
