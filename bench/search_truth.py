@@ -6,11 +6,13 @@ Only this module (the harness) imports the simulator; the samplers learn from to
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import itertools
 import json
 import math
 import os
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
@@ -31,7 +33,7 @@ MODELS = {"llama3-8b-h200": "studies/models/llama3-8b"}  # its file names a GPU-
 PROFILES = ("llama3-8b-h200", "chat-shared-prefix-h200", "llama3-70b-tp2-h200")
 # Profiles no design choice or constant of the default sampler was chosen on, reported apart
 HELD_OUT = ("llama3-8b-h200-summarise", "llama3-8b-h200-longgen",
-            # added 2026-12-03, before round 9 (docs/search.md)
+            # added after the design choices of docs/decisions/0001-0008 (decision 0009)
             "llama3-70b-tp2-h200-chat", "llama3-8b-h200-burst")
 RULE_SETS = ("article", "vllm-v1")
 # The cache is keyed by the simulator's source: a changed model never reuses old outcomes
@@ -133,12 +135,54 @@ def server_view(o) -> dict[str, float]:
 
 
 def model_version() -> str:
-    """A hash of the simulator's source files (``MODEL_SOURCES``): the cache's key."""
+    """A hash of what the simulator's source files (``MODEL_SOURCES``) do: the cache's key.
+
+    Docstrings and comments are left out (``source_digest``), so an edit to the prose keeps
+    the key and the cached outcomes and merged runs (``make bench-search --merge``) with it;
+    any change to code or to a TOML value makes a new key."""
     h = hashlib.sha256()
     for pattern in MODEL_SOURCES:
         for path in sorted(ROOT.glob(pattern)):
-            h.update(path.relative_to(ROOT).as_posix().encode() + b"\0" + path.read_bytes())
+            h.update(path.relative_to(ROOT).as_posix().encode() + b"\0" + source_digest(path))
     return h.hexdigest()[:12]
+
+
+def source_digest(path: Path) -> bytes:
+    """What a source file does, as bytes: a ``.py`` file's syntax tree without docstrings
+    (comments never reach the tree), a ``.toml`` file's parsed data (comments dropped, values
+    kept in file order), any other file as it is."""
+    text = path.read_text()
+    if path.suffix == ".py":
+        return json.dumps(_tree(_without_docstrings(ast.parse(text)))).encode()
+    if path.suffix == ".toml":
+        return json.dumps(tomllib.loads(text), default=str).encode()
+    return text.encode()
+
+
+def _without_docstrings(tree: ast.Module) -> ast.Module:
+    scopes = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+    for node in ast.walk(tree):
+        if isinstance(node, scopes) and node.body and _is_docstring(node.body[0]):
+            del node.body[0]
+    return tree
+
+
+def _is_docstring(stmt: ast.stmt) -> bool:
+    return (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)
+            and isinstance(stmt.value.value, str))
+
+
+def _tree(node: Any) -> Any:
+    """A syntax tree as plain lists: node types and fields, no line numbers; empty fields
+    left out, so the fields a newer Python adds (``type_params``, ...) keep the digest."""
+    if node is None:
+        return None
+    if isinstance(node, ast.AST):
+        fields = ((name, _tree(getattr(node, name, None))) for name in node._fields)
+        return [type(node).__name__, [[n, v] for n, v in fields if v not in (None, [])]]
+    if isinstance(node, list):
+        return [_tree(x) for x in node]
+    return repr(node)
 
 
 def grid_flags(profile: Profile) -> list[dict[str, Any]]:

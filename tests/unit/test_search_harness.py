@@ -100,6 +100,30 @@ def test_the_outcome_cache_is_keyed_by_the_simulators_source(tmp_path, monkeypat
     assert search_truth.model_version() != before
 
 
+def test_the_cache_key_ignores_docstrings_and_comments_but_not_values(tmp_path, monkeypatch):
+    import search_truth
+
+    (tmp_path / "tuner" / "sim").mkdir(parents=True)
+    (tmp_path / "tuner" / "space").mkdir()
+    source = tmp_path / "tuner" / "sim" / "steptime.py"
+    toml = tmp_path / "tuner" / "sim" / "profiles.toml"
+    source.write_text('"""Step time."""\n\ndef f(x):\n    """Twice x."""\n    return 2 * x\n')
+    toml.write_text('# constants\n[engine]\na = { value = 1.0, source = "measured" }\n')
+    (tmp_path / "tuner" / "space" / "defaults.py").write_text("GPU_MEMORY_UTILIZATION = 0.92\n")
+    monkeypatch.setattr(search_truth, "ROOT", tmp_path)
+    before = search_truth.model_version()
+
+    source.write_text('"""Step time (pure)."""\n\n\ndef f(x):  # why\n    return 2 * x\n')
+    toml.write_text('# engine constants, edited\n[engine]\na = { value = 1.0, source = "measured" }\n')
+    assert search_truth.model_version() == before
+
+    toml.write_text('[engine]\na = { value = 1.5, source = "measured" }\n')
+    assert search_truth.model_version() != before
+    toml.write_text('[engine]\na = { value = 1.0, source = "measured" }\n')
+    source.write_text('def f(x):\n    """Twice x."""\n    return 3 * x\n')
+    assert search_truth.model_version() != before
+
+
 def test_repeats_count_measured_values_seen_before():
     assert repeats([[100.0, 5.0], None, [100.0, 5.0], [100.0, 6.0], [100.0, 5.0], None]) == 2
     assert repeats([None, None]) == 0
