@@ -1,20 +1,18 @@
 """The token gaps a client sees, from the steps that made them (pure).
 
 A decoding request's gap between two tokens is the duration of the step that made the
-second, in the model's schedule. On the H200 (results/h200/simulator-error.md) the measured
-gaps have a tail the schedule alone does not give, and its shape depends on the step:
+second, in the model's schedule. Measured gaps have a tail the schedule alone does not give,
+and its shape depends on the step (the measurements and the fit:
+results/h200/simulator-error.md, docs/simulator.md):
 
 - **late gaps**: a share of gaps wait an extra ``U x`` the next step's duration, ``U``
-  uniform in [0, 1] (a step that starts late by part of a step). With compiled CUDA graphs
-  at budgets 256-1,699, the p90 ITL is 1.05-1.07 medians and the p99 1.2-1.4: a share of
-  about 1-2 %. Eager steps whose GPU waits on Python's dispatch (``launch_bound``) jitter
-  far more: p90 1.5, p99 about 2 medians at eager budgets 256 and 512, a share near 20 %.
+  uniform in [0, 1] (a step that starts late by part of a step): a thin tail of a few
+  percent of steps. Eager steps whose GPU waits on Python's dispatch (``launch_bound``)
+  jitter far more, so they have a share of their own (``late_gap_share_launch_bound``).
 - **doubled gaps**: in a step that completes two or more prompts, a share of the gaps wait
-  a whole extra step. At budgets 2,048-2,896 (the model's steps there complete two prompts
-  in 65-75 % of steps) the p99 ITL is two medians while the p90 is 1.06: a sharp tail of
-  more than 1 % at two steps, which no budget below 2,048 shows. The mechanism is not
-  identified (the load generator counts 0.00-0.04 % multi-token messages there, so it is
-  not the front end merging two steps into one message).
+  a whole extra step: a sharp tail at two steps, seen only at budgets large enough for a
+  step to complete two prompts. The mechanism is not identified; it is not the front end
+  merging two steps into one message (the load generator counts those).
 
 ``percentile`` weighs every gap by its tokens and these shares, as if each were a mixture.
 """

@@ -62,7 +62,7 @@ class EngineConstants:
     driver_reserved_mib: int
     # Terms added by the H200 calibration (bench/calibrate_sim.py); 0 / False: without them.
     compiled_launch_us_per_layer: float = 110.0
-    piecewise_launch_us_per_layer: float = 4.0  # 4.0: as a full graph (before 2026-12-01)
+    piecewise_launch_us_per_layer: float = 4.0  # 4.0: as a full graph (without the term)
     # The gap model (tuner.sim.gaps): shares of a token's gap that wait for part of, or a
     # whole, next step; 0: every gap is its step's duration.
     late_gap_share: float = 0.0

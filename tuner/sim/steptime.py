@@ -16,7 +16,7 @@ FULL_AND_PIECEWISE):
     graph (``compiled_launch``);
   - ``--enforce-eager``: every kernel dispatched from Python; the GPU runs behind the
     dispatching CPU, so a step costs the longer of the two, ``max(gpu, eager launch)``,
-    not their sum (on the H200, eager budget 512 decodes in 16.5 ms against 15.1 at 256).
+    not their sum (the measurements that show it: results/h200/simulator-error.md).
 """
 
 from __future__ import annotations
