@@ -26,6 +26,9 @@ MAX_CLIENT_PROCESSES = 1024
 MAX_TURNS = 10_000
 # Requests a second a client is asked to send: beyond what any client or server reaches.
 MAX_REQUEST_RATE = 1e6
+# How many times faster than recorded a trace is replayed: a day's trace would then last
+# under a tenth of a second, past any server.
+MAX_SPEEDUP = 1e6
 # Any duration (a run, a timeout, a start, a pause), in seconds: a week, where a trial
 # takes minutes and a server starts in well under an hour.
 MAX_DURATION_S = 7 * 86400.0

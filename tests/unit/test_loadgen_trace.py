@@ -33,8 +33,8 @@ def test_mooncake_lines_become_records_with_offsets_in_seconds():
 
 def test_the_azure_fixture_reads_with_100ns_ticks_cut_to_microseconds():
     got = read_trace(TRACES / "azure-sample.csv")
-    assert [r.input_len for r in got] == [374, 1189, 96, 2048, 517, 803]
-    assert [r.output_len for r in got] == [44, 215, 12, 301, 7, 128]
+    assert [r.input_tokens for r in got] == [374, 1189, 96, 2048, 517, 803]
+    assert [r.output_tokens for r in got] == [44, 215, 12, 301, 7, 128]
     assert [r.arrival_s for r in got] == pytest.approx([0.0, 0.23175, 0.31941, 1.56941,
                                                         1.56941, 4.0], abs=1e-6)
     assert all(r.hash_ids == () for r in got)

@@ -16,7 +16,7 @@ from typing import Any
 
 import aiohttp
 
-from tuner.errors import BenchmarkError
+from tuner.errors import BenchmarkError, UsageError
 from tuner.loadgen import gaps, prometheus
 from tuner.loadgen.arrivals import arrival_times, arrivals_within, share_of, shard
 from tuner.loadgen.client import MAX_PAGE_BYTES, RequestOutput, read_capped
@@ -26,7 +26,9 @@ from tuner.loadgen.metrics import (calculate_metrics, count_failures, noise_esti
                                    to_simulated_time)
 from tuner.loadgen.multiproc import run_in_processes
 from tuner.loadgen.priority import REALTIME
+from tuner.loadgen.replay import arrivals_at, arrivals_within_at
 from tuner.loadgen.spec import SLO, LoadSpec, WorkloadSpec
+from tuner.loadgen.trace import read_trace
 from tuner.loadgen.window import Window, steady_window
 
 Progress = Callable[[int, int | None], None]
@@ -113,8 +115,8 @@ async def run_benchmark(base_url: str, model: str, workload: WorkloadSpec, load:
     faster than real time) time-based metrics are converted back to simulated time.
     """
     base_url = base_url.rstrip("/")
+    plans = _plans(base_url, model, workload, load)  # a bad schedule fails before a request
     warm = await _warm_up(base_url, model, workload, load)
-    plans = _plans(base_url, model, workload, load)
     total = None if load.duration_s is not None else load.num_requests
     scrape_s = min(SCRAPE_TIMEOUT_S, load.request_timeout_s)
     async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=scrape_s)) as session:
@@ -149,12 +151,7 @@ def _plans(base_url: str, model: str, workload: WorkloadSpec, load: LoadSpec) ->
     n = load.client_processes
     if load.max_concurrency is not None:
         n = min(n, load.max_concurrency)
-    arrivals = None
-    if not math.isinf(load.request_rate):
-        arrivals = (arrivals_within(load.duration_s, load.request_rate, load.burstiness,
-                                    workload.seed) if load.duration_s is not None else
-                    arrival_times(load.num_requests, load.request_rate, load.burstiness,
-                                  workload.seed))
+    arrivals = schedule(workload, load)
     return [
         ShardPlan(base_url, model, workload, load.endpoint, load.ignore_eos, k, n,
                   num_requests=load.request_cap, duration_s=load.duration_s,
@@ -167,6 +164,25 @@ def _plans(base_url: str, model: str, workload: WorkloadSpec, load: LoadSpec) ->
                               if load.early_stop else None))
         for k in range(n)
     ]
+
+
+def schedule(workload: WorkloadSpec, load: LoadSpec) -> list[float] | None:
+    """The run's arrival offsets (before the first request), or None when not paced: a
+    trace's at ``load.speedup``, else drawn at ``load.request_rate``. UsageError when a
+    trace workload comes without a speed-up or a speed-up without a trace."""
+    if (workload.kind == "trace") != (load.speedup is not None):
+        raise UsageError("a trace workload needs a speedup, and a speedup a trace workload")
+    if load.speedup is not None:
+        trace = read_trace(workload.trace or "")
+        return (arrivals_within_at(trace, load.speedup, load.duration_s)
+                if load.duration_s is not None else
+                arrivals_at(trace, load.speedup, load.num_requests))
+    if math.isinf(load.request_rate):
+        return None
+    return (arrivals_within(load.duration_s, load.request_rate, load.burstiness,
+                            workload.seed) if load.duration_s is not None else
+            arrival_times(load.num_requests, load.request_rate, load.burstiness,
+                          workload.seed))
 
 
 async def _run(plans: list[ShardPlan], progress: Progress | None,

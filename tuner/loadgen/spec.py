@@ -20,10 +20,10 @@ from pydantic import (BaseModel, ConfigDict, Field, ValidationError, ValidationI
 
 from tuner.errors import UsageError
 from tuner.limits import (MAX_CLIENT_PROCESSES, MAX_CONCURRENCY, MAX_DURATION_MS, MAX_DURATION_S,
-                          MAX_RELATIVE, MAX_REQUEST_RATE, MAX_REQUESTS, MAX_SEED, MAX_TOKENS,
-                          MAX_TURNS, MAX_VOCAB)
+                          MAX_RELATIVE, MAX_REQUEST_RATE, MAX_REQUESTS, MAX_SEED, MAX_SPEEDUP,
+                          MAX_TOKENS, MAX_TURNS, MAX_VOCAB)
 
-WORKLOAD_KINDS = ("random", "shared-prefix", "multi-turn", "sharegpt")
+WORKLOAD_KINDS = ("random", "shared-prefix", "multi-turn", "sharegpt", "trace")
 ENDPOINTS = ("completions", "chat", "generate")
 # A study file's older name for multi-turn ([workload] kind = "chat"), still read.
 STUDY_KINDS = {"chat": "multi-turn"}
@@ -88,10 +88,12 @@ class Requests(_Spec):
     request one of them plus a unique suffix of about ``input_len`` tokens), ``multi-turn``
     (a study file may say ``chat``: conversations of ``turns`` turns, each turn sends the
     whole history), ``sharegpt`` (a ShareGPT-format JSON file at ``dataset``; ``output_len``
-    0 takes the reply's length).
+    0 takes the reply's length), ``trace`` (the requests of the trace file at ``trace``, a
+    Mooncake JSONL or Azure CSV file, in its order and lengths: ``tuner.loadgen.replay``;
+    the length fields are not used).
     """
 
-    kind: Literal["random", "shared-prefix", "multi-turn", "sharegpt"] = "random"
+    kind: Literal["random", "shared-prefix", "multi-turn", "sharegpt", "trace"] = "random"
     input_len: int = Field(1024, ge=1, le=MAX_TOKENS)
     output_len: int = Field(128, ge=0, le=MAX_TOKENS)
     range_ratio: float = Field(0.0, ge=0.0, lt=1.0)
@@ -99,6 +101,7 @@ class Requests(_Spec):
     prefix_len: int = Field(0, ge=0, le=MAX_TOKENS)
     turns: int = Field(1, ge=1, le=MAX_TURNS)
     dataset: str | None = None
+    trace: str | None = None
     seed: int = Field(0, ge=0, le=MAX_SEED)
 
     @field_validator("kind", mode="before")
@@ -107,7 +110,7 @@ class Requests(_Spec):
         v = STUDY_KINDS.get(v, v) if isinstance(v, str) else v
         if v not in WORKLOAD_KINDS:
             raise ValueError(f"workload kind {v!r} unknown: use one of random, "
-                             "shared-prefix, multi-turn (or chat), sharegpt")
+                             "shared-prefix, multi-turn (or chat), sharegpt, trace")
         return v
 
     @model_validator(mode="after")
@@ -119,6 +122,9 @@ class Requests(_Spec):
             raise ValueError("kind 'shared-prefix' needs num_prefixes >= 1 and prefix_len >= 1")
         if self.kind == "sharegpt" and not self.dataset:
             raise ValueError("kind 'sharegpt' needs 'dataset' (a ShareGPT JSON file)")
+        if (self.kind == "trace") != bool(self.trace):
+            raise ValueError("kind 'trace' needs 'trace' (a Mooncake JSONL or Azure CSV "
+                             "file), and 'trace' needs kind 'trace'")
         return self
 
 
@@ -132,7 +138,9 @@ class Arrivals(_Spec):
     message, reads that found several messages) cannot tell an ITL (``gaps``).
     ``client_priority`` "realtime" runs the client's thread on real-time scheduling where
     the OS allows it (root or CAP_SYS_NICE), for a machine whose cores the server and other
-    work saturate: a client that waits for a core stamps tokens late (``priority``)."""
+    work saturate: a client that waits for a core stamps tokens late (``priority``).
+    ``speedup`` (only with a trace workload, which then sets it to 1 unless given) replaces
+    the rate: arrivals are the trace's, its offsets divided by the speed-up (``replay``)."""
 
     endpoint: Literal["completions", "chat", "generate"] = "completions"
     max_concurrency: int | None = Field(256, ge=1, le=MAX_CONCURRENCY)
@@ -144,6 +152,7 @@ class Arrivals(_Spec):
     min_gap_share: float = Field(0.9, ge=0.0, le=1.0)
     client_processes: int = Field(1, ge=1, le=MAX_CLIENT_PROCESSES)
     client_priority: Literal["normal", "realtime"] = "normal"
+    speedup: float | None = Field(None, gt=0, le=MAX_SPEEDUP)
 
     @field_validator("request_rate")
     @classmethod
@@ -153,9 +162,17 @@ class Arrivals(_Spec):
                              "second: give inf (closed loop) or a rate a server can see")
         return v
 
+    @model_validator(mode="after")
+    def _paced_once(self) -> "Arrivals":
+        if self.speedup is not None and math.isfinite(self.request_rate):
+            raise ValueError("a trace replay's arrivals are the trace's: give speedup, not "
+                             "request_rate")
+        return self
+
     @property
     def closed_loop(self) -> bool:
-        return self.max_concurrency is not None and math.isinf(self.request_rate)
+        return (self.max_concurrency is not None and math.isinf(self.request_rate)
+                and self.speedup is None)
 
 
 class Stopping(_Spec):
@@ -184,10 +201,21 @@ class Workload(Arrivals, Requests):  # (in this order, a dump lists Requests fir
             raise ValueError(f"{info.field_name} must be at least 1")
         return v
 
+    @model_validator(mode="before")
+    @classmethod
+    def _replayed(cls, data: Any) -> Any:
+        # A trace replays as recorded unless the file gives a speed-up.
+        if isinstance(data, dict) and data.get("kind") == "trace" and "speedup" not in data:
+            return {**data, "speedup": 1.0}
+        return data
+
     @model_validator(mode="after")
     def _whole(self) -> "Workload":
-        if self.max_concurrency is None and math.isinf(self.request_rate):
+        if (self.max_concurrency is None and math.isinf(self.request_rate)
+                and self.speedup is None):
             raise ValueError("set max_concurrency (closed loop) or a finite request_rate")
+        if (self.kind == "trace") != (self.speedup is not None):
+            raise ValueError("speedup replays a trace: it needs kind 'trace'")
         return self
 
     @property

@@ -39,8 +39,8 @@ class TraceRecord:
     prompt and reply lengths in tokens, and the ids of its prompt's prefix blocks."""
 
     arrival_s: float
-    input_len: int
-    output_len: int
+    input_tokens: int
+    output_tokens: int
     hash_ids: tuple[int, ...] = ()
 
 

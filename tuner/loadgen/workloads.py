@@ -15,8 +15,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tuner.loadgen.replay import prompt_ids
 from tuner.loadgen.sharegpt import load_sharegpt
 from tuner.loadgen.spec import WorkloadSpec
+from tuner.loadgen.trace import read_trace
 
 Content = tuple[int, ...] | str
 
@@ -49,6 +51,8 @@ def iter_requests(spec: WorkloadSpec) -> Iterator[Request]:
         return _shared_prefix(spec, rng)
     if spec.kind == "multi-turn":
         return _multi_turn(spec, rng)
+    if spec.kind == "trace":
+        return _trace(spec, rng)
     return _sharegpt(spec, rng)
 
 
@@ -115,6 +119,15 @@ def _sharegpt(spec: WorkloadSpec, rng: np.random.Generator) -> Iterator[Request]
             prompt, reply_len = pairs[int(i)]
             n_out = spec.output_len if spec.output_len > 0 else reply_len
             yield Request((("user", prompt),), estimate_tokens(prompt), n_out)
+
+
+def _trace(spec: WorkloadSpec, rng: np.random.Generator) -> Iterator[Request]:
+    """The trace's requests in its order, again and again (``replay``)."""
+    records, s = read_trace(spec.trace or ""), _Sampler(spec, rng)
+    blocks: dict[int, tuple[int, ...]] = {}
+    while True:
+        for r in records:
+            yield Request((("user", prompt_ids(r, blocks, s.ids)),), r.input_tokens, r.output_tokens)
 
 
 def estimate_tokens(text: str) -> int:
