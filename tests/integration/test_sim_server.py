@@ -13,18 +13,21 @@ import socket
 import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 import aiohttp
 import pytest
 
 from tuner.loadgen import LoadSpec, WorkloadSpec, run_benchmark
+from tuner.loadgen.trace import read_trace
 
 pytestmark = pytest.mark.integration
 LLAMA3_8B = {"architectures": ["LlamaForCausalLM"], "hidden_size": 4096, "num_hidden_layers": 32,
              "num_attention_heads": 32, "num_key_value_heads": 8, "intermediate_size": 14336,
              "vocab_size": 128256, "max_position_embeddings": 8192, "torch_dtype": "bfloat16"}
 TIME_SCALE = 1.0
+SYNTHETIC = Path(__file__).resolve().parents[2] / "examples" / "traces" / "synthetic-mooncake.jsonl"
 
 
 @pytest.fixture(scope="module")
@@ -303,3 +306,34 @@ def test_sim_cpus_pins_the_server_and_refuses_a_bad_list(model_dir):
                                     str(os.cpu_count() + 64)),
                             capture_output=True, text=True, timeout=60)
     assert absent.returncode == 2 and "--sim-cpus" in absent.stderr
+
+
+def _replay(model_dir: Path, trace: Path, n: int, speedup: float) -> tuple[dict, list[int]]:
+    """One replay against a fresh simulator: (the result's metrics and server view, the
+    output tokens the server wrote per request)."""
+    workload = WorkloadSpec(kind="trace", trace=str(trace), vocab_size=128256)
+    load = LoadSpec(max_concurrency=None, speedup=speedup, num_requests=n, warmup_requests=0,
+                    max_client_lag_ms=1000, min_gap_share=0.0)
+    with server(model_dir, "--sim-trace") as (url, _):
+        result = asyncio.run(run_benchmark(url, str(model_dir), workload, load))
+        written = json.loads(asyncio.run(_get(url + "/sim/trace"))[1])["requests"]
+    assert result.failures == {} or sum(result.failures.values()) == 0, result.errors
+    return {**result.metrics, **result.server}, [len(r["written"]) for r in written]
+
+
+def test_the_synthetic_trace_replays_with_its_lengths_and_its_prefix_sharing(model_dir,
+                                                                             tmp_path):
+    n, records = 60, read_trace(SYNTHETIC)[:60]
+    got, written = _replay(model_dir, SYNTHETIC, n, speedup=5.0)
+    assert got["completed"] == n and got["failed"] == 0
+    assert Counter(written) == Counter(r.output_tokens for r in records)
+    assert got["total_input_tokens"] == sum(r.input_tokens for r in records)
+    assert got["prefix_cache_hits"] > 0
+    # the same requests without their hash ids share nothing: no prefix hits
+    unshared = tmp_path / "unshared.jsonl"
+    unshared.write_text("".join(
+        json.dumps({**json.loads(line), "hash_ids": []}) + "\n"
+        for line in SYNTHETIC.read_text().splitlines()))
+    alone, written = _replay(model_dir, unshared, n, speedup=5.0)
+    assert alone["completed"] == n and Counter(written) == Counter(r.output_tokens for r in records)
+    assert alone["prefix_cache_hits"] == 0

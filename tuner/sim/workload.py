@@ -8,6 +8,7 @@ from functools import lru_cache
 import numpy as np
 
 from tuner.loadgen.spec import Workload, build
+from tuner.loadgen.trace import read_trace
 
 
 # The study file's workload, read as it is (its fields are declared once, in
@@ -27,9 +28,24 @@ def max_total_len(w: SimWorkload) -> int:
 
 
 def from_study(w: Workload, num_requests: int | None = None) -> SimWorkload:
-    """A study file's ``[workload]``, optionally with another number of requests."""
+    """A study file's ``[workload]``, optionally with another number of requests. A trace
+    becomes random prompts of its mean input and output lengths, run closed loop as every
+    workload here (``max_concurrency``, or the schema's default for an open trace): the
+    model has no arrival times."""
+    if w.kind == "trace":
+        w = _trace_means(w)
     return w if num_requests is None else build(Workload, **{**w.model_dump(),
                                                              "num_requests": num_requests})
+
+
+def _trace_means(w: Workload) -> Workload:
+    records = read_trace(w.trace or "")
+    mean_in = round(sum(r.input_tokens for r in records) / len(records))
+    mean_out = round(sum(r.output_tokens for r in records) / len(records))
+    concurrency = w.max_concurrency or Workload.model_fields["max_concurrency"].default
+    return build(Workload, **{**w.model_dump(exclude={"trace", "speedup"}), "kind": "random",
+                              "input_len": mean_in, "output_len": mean_out,
+                              "range_ratio": 0.0, "max_concurrency": concurrency})
 
 
 @dataclass(frozen=True)

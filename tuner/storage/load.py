@@ -14,8 +14,9 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from tuner.errors import StudyFileError
+from tuner.errors import StudyFileError, UsageError
 from tuner.loadgen.spec import error_text
+from tuner.loadgen.trace import read_trace
 from tuner.space import build_space
 from tuner.spec.study import StudySpec
 
@@ -101,6 +102,22 @@ def _with_model_facts(spec: StudySpec, path: Path) -> StudySpec:
     return spec.model_copy(update={"model": model})
 
 
+def _with_trace(spec: StudySpec, path: Path) -> tuple[StudySpec, int]:
+    """The spec with its trace's path resolved against the study file's folder, read once
+    here (a bad trace is the study file's error), and the workload's longest request."""
+    w = spec.workload
+    if w.trace is None:
+        return spec, w.longest_request
+    trace = (path.parent / w.trace).resolve()
+    try:
+        records = read_trace(trace)
+    except UsageError as e:
+        raise StudyFileError(f"{path}: key 'workload.trace': {e}") from None
+    w = w.model_copy(update={"trace": str(trace)})
+    return (spec.model_copy(update={"workload": w}),
+            max(r.input_tokens + r.output_tokens for r in records))
+
+
 MAX_FILE_BYTES = 1_000_000  # a study file is a page of TOML; more is a mistake
 
 
@@ -145,10 +162,11 @@ def load_study_file(path: str | Path) -> StudySpec:
     except ValidationError as e:
         raise StudyFileError(_explain(path, e)) from e
     spec = _with_model_facts(spec, path)
-    if spec.workload.longest_request > spec.model.context_len:
+    spec, longest = _with_trace(spec, path)
+    if longest > spec.model.context_len:
         raise StudyFileError(
             f"{path}: key 'workload': the longest request needs "
-            f"{spec.workload.longest_request} tokens but the model's context is "
+            f"{longest} tokens but the model's context is "
             f"{spec.model.context_len}; shorten input_len/output_len")
     _check_space(spec, path)
     return spec
