@@ -11,7 +11,9 @@ from optuna.trial import TrialState
 
 from tuner.errors import StudyFileError
 from tuner.loadgen.trace import read_trace
+from tuner.results.summary import environment
 from tuner.sim.workload import from_study
+from tuner.space import build_space
 from tuner.study import create_study, load_study_file
 from tuner.testing.databases import sqlite_url
 from tuner.testing.sim_studies import trials_of
@@ -42,6 +44,8 @@ def test_a_relative_trace_resolves_against_the_study_files_folder(study_file, tm
     spec = load_study_file(_study(study_file, "traces/t.jsonl", "speedup = 2.5"))
     assert spec.workload.trace == str(tmp_path / "traces" / "t.jsonl")
     assert spec.workload.speedup == 2.5 and not spec.workload.arrivals().closed_loop
+    told = dict(environment(spec, build_space(spec), ()))["Workload"]
+    assert told.startswith(f"trace {spec.workload.trace} at speed-up 2.5, ")
     records = read_trace(SYNTHETIC)
     sim = from_study(spec.workload, 10)  # the offline model: the trace's mean lengths
     assert (sim.kind, sim.num_requests, sim.max_concurrency) == ("random", 10, 256)

@@ -74,6 +74,9 @@ def environment(spec: StudySpec, space: SearchSpace,
                 f"max concurrency {w.max_concurrency or '-'}, {rate}")
     if w.kind == "shared-prefix":
         workload += f", {w.num_prefixes} prefixes of {w.prefix_len} tokens"
+    if w.kind == "trace":
+        workload = (f"trace {w.trace} at speed-up {w.speedup:g}, {w.num_requests} requests, "
+                    f"max concurrency {w.max_concurrency or '-'}")
     slos = ", ".join(f"{k} <= {v:g}" for k, v in spec.slo.limits().items()) or "none"
     return (
         ("GPU", _most_common([r.gpu_name for r in records], f"{hw.gpu} (from the study file)")),
