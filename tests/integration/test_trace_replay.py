@@ -67,7 +67,8 @@ def test_a_bad_trace_is_the_study_files_error_naming_key_file_and_line(study_fil
         (tmp_path / "t.jsonl").write_text("\n".join(lines) + "\n")
     with pytest.raises(StudyFileError) as e:
         load_study_file(_study(study_file, "t.jsonl"))
-    assert str(e.value).startswith(f"{tmp_path / 's.toml'}: key 'workload") and words in str(e.value)
+    assert str(e.value).startswith(f"{tmp_path / 's.toml'}: key 'workload")
+    assert words in str(e.value)
     assert "\n" not in str(e.value)
 
 

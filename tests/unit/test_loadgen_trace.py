@@ -43,7 +43,8 @@ def test_the_azure_fixture_reads_with_100ns_ticks_cut_to_microseconds():
 def test_azure_rows_with_a_utc_offset_read_as_the_same_instant():
     rows = ["TIMESTAMP,ContextTokens,GeneratedTokens",
             "2024-05-10 00:00:00.009930+00:00,10,2", "2024-05-10 02:00:01+02:00,5,3"]
-    assert [r.arrival_s for r in parse_trace(rows, "a.csv")] == pytest.approx([0, 0.99007], abs=1e-6)
+    got = [r.arrival_s for r in parse_trace(rows, "a.csv")]
+    assert got == pytest.approx([0, 0.99007], abs=1e-6)
 
 
 @pytest.mark.parametrize("line, reason", [
@@ -92,6 +93,12 @@ def test_a_bad_azure_row_is_refused_naming_file_line_and_reason(row, reason):
 def test_a_file_that_is_no_replayable_trace_is_refused(lines, reason):
     with pytest.raises(UsageError, match=reason):
         parse_trace(lines, "x")
+
+
+def test_a_file_saved_with_a_byte_order_mark_reads(tmp_path):
+    path = tmp_path / "bom.csv"
+    path.write_text((TRACES / "azure-sample.csv").read_text(), encoding="utf-8-sig")
+    assert read_trace(path) == read_trace(TRACES / "azure-sample.csv")
 
 
 def test_an_unreadable_file_is_a_usage_error_naming_it(tmp_path):

@@ -52,7 +52,7 @@ def read_trace(path: str | Path) -> tuple[TraceRecord, ...]:
     """The records of the trace at ``path``, in file order; ``UsageError`` for a file that
     cannot be read or is not a trace of either format."""
     try:
-        with open(path, encoding="utf-8", newline="") as f:
+        with open(path, encoding="utf-8-sig", newline="") as f:  # a spreadsheet's BOM
             return parse_trace(f, str(path))
     except OSError as e:
         raise UsageError(f"{path}: cannot read the trace: {e.strerror or e}") from None

@@ -127,7 +127,8 @@ def _trace(spec: WorkloadSpec, rng: np.random.Generator) -> Iterator[Request]:
     blocks: dict[int, tuple[int, ...]] = {}
     while True:
         for r in records:
-            yield Request((("user", prompt_ids(r, blocks, s.ids)),), r.input_tokens, r.output_tokens)
+            ids = prompt_ids(r, blocks, s.ids)
+            yield Request((("user", ids),), r.input_tokens, r.output_tokens)
 
 
 def estimate_tokens(text: str) -> int:
