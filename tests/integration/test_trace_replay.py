@@ -14,7 +14,7 @@ from tuner.loadgen.trace import read_trace
 from tuner.results.summary import environment
 from tuner.sim.workload import from_study
 from tuner.space import build_space
-from tuner.study import create_study, load_study_file
+from tuner.storage import create_study, load_study_file
 from tuner.testing.databases import sqlite_url
 from tuner.testing.sim_studies import trials_of
 from tuner.testing.worker_procs import start_worker
