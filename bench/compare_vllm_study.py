@@ -3,7 +3,7 @@
 `bench/compare_vllm.py` does this on the vLLM CPU build; this one starts the server a study
 file describes (its engine, model, extra args and environment, one configuration of flags,
 on GPU 0) and measures it as a worker does: our run is the study's workload and
-measurement (`tuner.runner.measure.workload_of` / `load_of`: warm-up, early stop, cap),
+measurement (`tuner.runner.plans.workload_of` / `load_of`: warm-up, early stop, cap),
 vLLM's is the worker's cross-check command (`tuner.runner.crosscheck.command`: the same
 lengths, concurrency and warm-ups, as many requests as our run right before it completed).
 The two alternate ``--repeats`` times on the same server, each pair with seed + i, after an
@@ -38,7 +38,7 @@ from compare_vllm import print_table, summarize  # noqa: E402
 from tuner.loadgen import run_benchmark  # noqa: E402
 from tuner.runner import crosscheck  # noqa: E402
 from tuner.engine import command as engine
-from tuner.runner.measure import load_of, slo_of, workload_of  # noqa: E402
+from tuner.runner.plans import load_of, slo_of, workload_of  # noqa: E402
 from tuner.engine.ports import free_port  # noqa: E402
 from tuner.engine.supervisor import Server  # noqa: E402
 from tuner.storage.load import load_study_file  # noqa: E402

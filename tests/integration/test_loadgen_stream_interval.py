@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from tuner.loadgen import LoadSpec, WorkloadSpec, gaps, run_benchmark
-from tuner.runner.measure import Slot, measure
+from tuner.runner.measure import Slot
+from tuner.runner.trial import run as measure
 from tuner.spec.study import (EngineSection, ModelSection, Objective, StudySpec,
                               WorkloadSection)
 from tuner.testing.fake_server import FakeScript, FakeServer
@@ -86,7 +87,7 @@ def _study(tmp_path: Path, stream_interval: int, itl_metric: str,
 
 def _measure(spec: StudySpec, tmp_path: Path) -> record.TrialRecord:
     slot = Slot(gpus=(), logs=tmp_path, worker="w", host="h")
-    return measure(spec, {}, {}, 0, slot, record.TrialRecord(), lambda _phase: None)
+    return measure(spec, {}, 0, slot, record.TrialRecord(), lambda _phase: None)
 
 
 def test_the_runner_refuses_an_itl_it_could_not_see(tmp_path):
@@ -113,7 +114,7 @@ def test_confirmation_runs_keep_every_repetition_and_tell_the_medians(tmp_path):
         asked.append(metrics["output_throughput"])
         return 2
 
-    told = measure(spec, {}, {}, 0, slot, TrialRecord(), lambda _phase: None, confirm)
+    told = measure(spec, {}, 0, slot, TrialRecord(), lambda _phase: None, confirm)
     assert told.outcome == record.MEASURED and len(asked) == 1
     assert told.phases["confirm"] > 0  # their own phase, not the tuner's overhead
     runs = told.repeats

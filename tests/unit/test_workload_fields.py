@@ -11,7 +11,7 @@ import pytest
 from tuner.errors import UsageError
 from tuner.loadgen import spec as loadgen
 from tuner.loadgen.spec import DEFAULT_VOCAB_SIZE, LoadSpec, WorkloadSpec
-from tuner.runner.measure import load_of, workload_of
+from tuner.runner.plans import load_of, workload_of
 from tuner.sim.workload import SimWorkload, from_study
 from tuner.spec.study import MeasurementSection, WorkloadSection
 from tuner.testing.studies import study_spec

@@ -13,9 +13,8 @@ from tuner.spec.durations import parse_duration
 from tuner.errors import UsageError
 from tuner.runner import Worker
 from tuner.engine.gpu import parse_gpus
-from tuner.engine.gpulock import GpuLocks
 from tuner.engine.trust import EngineTrust
-from tuner.storage import mask, resolve_url
+from tuner.storage import resolve_url
 
 log = logging.getLogger(__name__)
 
@@ -42,16 +41,10 @@ def add_trust_flags(p: argparse.ArgumentParser) -> None:
 
 def run_worker(study: str, url: str, gpus: tuple[int, ...], n_trials: int | None,
                timeout_s: float | None, trust: EngineTrust | None = None) -> int:
-    worker = Worker(study, url, gpus, n_trials=n_trials, timeout_s=timeout_s, trust=trust)
-    spec = worker.opened.spec
-    if len(gpus) < spec.model.tensor_parallel_size:
-        raise UsageError(f"study {study} needs {spec.model.tensor_parallel_size} GPUs per "
-                         f"server (tensor parallel) but --gpus gives {len(gpus)}")
+    worker = Worker.open(study, url, gpus, n_trials=n_trials, timeout_s=timeout_s,
+                         trust=trust)
     _stacks_on_sigusr1()
-    with GpuLocks(gpus, study):  # held until the worker ends, whatever ends it
-        log.info("worker %s on study %s (%s), engine %s", gpus, study, mask(url),
-                 spec.engine.kind)
-        summary = worker.run()
+    summary = worker.run()
     told = ", ".join(f"{v} {k}" for k, v in sorted(summary.told.items())) or "no trials"
     log.info("worker done: %s; %s", told, summary.reason)
     return 130 if summary.reason == "interrupted" else 0

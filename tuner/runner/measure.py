@@ -1,9 +1,14 @@
-"""Measuring one configuration: start its server, wait for health, benchmark, stop.
+"""Measuring one configuration: start its server, wait for health, benchmark, the trial's
+further steps, stop.
 
-Returns the told ``TrialRecord`` (see ``tuner.trials.record``) and never raises for a server's failure: a server
-that exits or never becomes ready is an infeasible configuration, a crash or hang during the
-benchmark a failed trial; both keep the log tail. KeyboardInterrupt (Ctrl-C, SIGTERM) stops
-the server and propagates.
+``measure`` reads the trial's plans (``tuner.runner.plans``), never the study. Its steps
+after the benchmark (confirmation runs, the accuracy guard, the cross-check) are
+``Step``s: each takes the running server and the told record and returns the record, and
+runs only while the trial is measured. Returns the told ``TrialRecord`` (see
+``tuner.trials.record``) and never raises for a server's failure: a server that exits or
+never becomes ready is an infeasible configuration, a crash or hang during the benchmark a
+failed trial; both keep the log tail. KeyboardInterrupt (Ctrl-C, SIGTERM) stops the server
+and propagates.
 """
 
 from __future__ import annotations
@@ -12,24 +17,19 @@ import asyncio
 import contextlib
 import dataclasses
 import json
-import os
 import time
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Callable, Mapping, Sequence
 
-from tuner.errors import EngineError, EngineExitedError
-from tuner.loadgen import SLO, LoadSpec, WorkloadSpec, gaps, run_benchmark
-from tuner.loadgen.spec import DEFAULT_VOCAB_SIZE
-from tuner.runner import confirm as confirmation
-from tuner.runner import crosscheck
-from tuner.engine import command as engine, gpu, logparse, startlog
-from tuner.runner.guard import Guard
-from tuner.runner.interrupts import deferred_interrupts, run_interruptible
-from tuner.engine.ports import free_port
+from tuner.engine import gpu, logparse, startlog
 from tuner.engine.supervisor import Server
-from tuner.spec.study import StudySpec
+from tuner.errors import EngineError, EngineExitedError
+from tuner.loadgen import run_benchmark
+from tuner.runner import confirm as confirmation
+from tuner.runner.interrupts import deferred_interrupts, run_interruptible
+from tuner.runner.plans import TrialPlan
 from tuner.trials import record
 from tuner.trials.parts import Failure, FailureKind
 from tuner.trials.record import TrialRecord
@@ -73,34 +73,6 @@ class ServerHung(ServerDied):
     kind = FailureKind.HANG
 
 
-def workload_of(spec: StudySpec) -> WorkloadSpec:
-    """The study's requests; token ids below the model's vocabulary."""
-    return spec.workload.requests(vocab_size=spec.model.vocab_size or DEFAULT_VOCAB_SIZE)
-
-
-def itl_metric_of(spec: StudySpec) -> str:
-    """The ITL the steady window's interval is about: per token when the study tells one."""
-    told = told_metrics(spec)
-    return "itl_per_token" if any(gaps.family(m) == gaps.PER_TOKEN and "itl" in m
-                                  for m in told) else "itl"
-
-
-def load_of(spec: StudySpec) -> LoadSpec:
-    """The study's arrivals, stopped as its [measurement] says."""
-    return spec.workload.arrivals(**spec.measurement.model_dump(),
-                                  itl_metric=itl_metric_of(spec))
-
-
-def told_metrics(spec: StudySpec) -> list[str]:
-    """The metrics a trial tells the study: its objectives, then its SLOs."""
-    return [o.metric for o in spec.objectives] + list(spec.slo.limits())
-
-
-def slo_of(spec: StudySpec) -> SLO:
-    s = spec.slo
-    return SLO(ttft_p99_ms=s.p99_ttft_ms, itl_p99_ms=s.p99_itl_ms)
-
-
 def _server_version(url: str) -> str | None:
     try:
         with urllib.request.urlopen(url + "/version", timeout=5) as resp:
@@ -109,19 +81,13 @@ def _server_version(url: str) -> str | None:
         return None
 
 
-# Each further run on the same server (a retry, a confirmation) draws prompts of its own:
-# the same prompts again would be served from the prefix cache and measure faster.
-RUN_SEED_STEP = 7_919
-
-
-async def _watched_benchmark(server: Server, spec: StudySpec, phase: Phase, run: int = 0):
+async def _watched_benchmark(server: Server, plan: TrialPlan, run: int = 0):
     """The benchmark (the server's ``run``-th), cancelled as soon as the server dies or the
     time runs out."""
-    workload = workload_of(spec)
-    workload = workload.model_copy(update={"seed": workload.seed + run * RUN_SEED_STEP})
+    bench = plan.benchmark
     task = asyncio.ensure_future(run_benchmark(
-        server.url, engine.served_name(spec), workload, load_of(spec),
-        slo=slo_of(spec), time_scale=spec.engine.time_scale))
+        server.url, bench.model, bench.for_run(run), bench.load, slo=bench.slo,
+        time_scale=bench.time_scale))
     start = time.monotonic()
     while not task.done():
         await asyncio.wait({task}, timeout=0.5)
@@ -131,10 +97,9 @@ async def _watched_benchmark(server: Server, spec: StudySpec, phase: Phase, run:
             task.cancel()
             raise ServerCrashed(f"server exited with code {server.returncode()} during "
                                 "the benchmark")
-        if time.monotonic() - start > spec.engine.benchmark_timeout_s:
+        if time.monotonic() - start > bench.timeout_s:
             task.cancel()
-            raise ServerHung(f"benchmark hung: no result within "
-                             f"{spec.engine.benchmark_timeout_s:.0f} s")
+            raise ServerHung(f"benchmark hung: no result within {bench.timeout_s:.0f} s")
     return task.result()
 
 
@@ -154,17 +119,23 @@ def _timed(phases: dict[str, float], name: str):
     phases[name] = time.monotonic() - t0
 
 
-def measure(spec: StudySpec, flags: Mapping[str, Any], launch_flags: Mapping[str, Any],
-            number: int, slot: Slot, base: TrialRecord, phase: Phase,
-            confirm: Confirm | None = None, guard: Guard | None = None) -> TrialRecord:
-    """Run one configuration end to end and say what to tell the study; ``guard`` checks a
-    measured trial's outputs afterwards (``tuner.runner.guard``), timed as phase
-    ``accuracy``."""
-    port = free_port()
-    launch = engine.launch(spec, launch_flags, port, slot.gpus, cache_root=slot.cache,
-                           inherited=os.environ)
-    server = Server(launch, port, slot.logs / f"trial-{number:05d}.log")
-    base = dataclasses.replace(base, command=tuple(launch.argv), engine=spec.engine.kind,
+@dataclass(frozen=True)
+class Step:
+    """A step after the benchmark, on the same server: ``applies`` to a measured record,
+    then ``run(server, record, phase)`` returns the record to tell; timed as phase ``name``."""
+
+    name: str
+    run: Callable[[Server, TrialRecord, Phase], TrialRecord]
+    applies: Callable[[TrialRecord], bool] = lambda _told: True
+
+
+def measure(plan: TrialPlan, slot: Slot, base: TrialRecord, phase: Phase,
+            steps: Sequence[Step] = (), log_name: str = "trial") -> TrialRecord:
+    """Run one configuration end to end and say what to tell the study: start the plan's
+    server, benchmark it, then each of ``steps`` while the trial stays measured; stop."""
+    launch = plan.engine.launch
+    server = Server(launch, plan.engine.port, slot.logs / f"{log_name}.log")
+    base = dataclasses.replace(base, command=tuple(launch.argv), engine=plan.engine.kind,
                                gpus=tuple(slot.gpus), log=str(server.log_path))
     phases: dict[str, float] = {}
     gpu_before = gpu.used_mib(slot.gpus)
@@ -173,41 +144,31 @@ def measure(spec: StudySpec, flags: Mapping[str, Any], launch_flags: Mapping[str
         phase("start")
         server.start()
         try:
-            phases["start"] = server.wait_healthy(spec.engine.start_timeout_s)
+            phases["start"] = server.wait_healthy(plan.engine.start_timeout_s)
         except EngineError as e:
             code = e.returncode if isinstance(e, EngineExitedError) else None
             kind = logparse.classify_start_failure(code, server.log())
-            told = record.infeasible(spec, _failure(kind, str(e), server), base)
+            told = record.infeasible(plan.scoring, _failure(kind, str(e), server), base)
         if told is None:
-            told = _benchmark(spec, server, base, phases, phase)
-            if confirm is not None and told.outcome == record.MEASURED:
-                with _timed(phases, "confirm"):
-                    told = _confirm(spec, server, told, confirm(told.metrics), phase)
-            if guard is not None and told.outcome == record.MEASURED and guard.role(spec, told):
-                phase("accuracy")
-                with _timed(phases, "accuracy"):
-                    told = guard.check(spec, server.url, engine.served_name(spec), told, number)
-            if slot.crosscheck and told.outcome == record.MEASURED:
-                phase("crosscheck")
-                with _timed(phases, "crosscheck"):
-                    env = engine.engine_environment(os.environ, launch)
-                    vllm = crosscheck.run(spec, server.url, engine.served_name(spec), env,
-                                          crosscheck.num_prompts(told))
-                told = dataclasses.replace(told, vllm_bench=vllm)
+            told = benchmark(plan, server, base, phases, phase)
+            for step in steps:
+                if told.outcome == record.MEASURED and step.applies(told):
+                    with _timed(phases, step.name):
+                        told = step.run(server, told, phase)
     finally:
         # A measurement is worth keeping: an interrupt while the server stops is held
         # until the trial is told (the server is stopped either way).
         with deferred_interrupts() as held:
             phase("stop")
-            phases["stop"] = server.stop(spec.engine.stop_grace_s)
+            phases["stop"] = server.stop(plan.engine.stop_grace_s)
             released = gpu.wait_released(slot.gpus, gpu_before)
             if released is not None:
                 phases["gpu_release"] = released
     if held.pending and told is None:
         raise KeyboardInterrupt
     log = server.log()
-    gpu_name = (gpu.name(slot.gpus[0]) if slot.gpus else None) or (
-        f"{spec.hardware.gpu} (simulated)" if spec.engine.kind == "sim" else spec.hardware.gpu)
+    gpu_name = (gpu.name(slot.gpus[0]) if slot.gpus else None) or plan.engine.gpu_label
+    flags = dict(base.launch)
     # Both change what the client sees (tokens a message, the step's timing): on every trial.
     return dataclasses.replace(
         told, kv_cache_tokens=logparse.kv_cache_tokens(log), phases=phases,
@@ -215,20 +176,22 @@ def measure(spec: StudySpec, flags: Mapping[str, Any], launch_flags: Mapping[str
                                                  phases.get("start")),
         vllm_version=told.vllm_version or logparse.vllm_version(log), gpu_name=gpu_name,
         interrupted=bool(held.pending),
-        async_scheduling=logparse.async_scheduling(log, dict(launch_flags)),
-        stream_interval=logparse.stream_interval(log, dict(launch_flags)))
+        async_scheduling=logparse.async_scheduling(log, flags),
+        stream_interval=logparse.stream_interval(log, flags))
 
 
-def _benchmark(spec: StudySpec, server: Server, base: TrialRecord, phases: dict,
-               phase: Phase) -> TrialRecord:
+def benchmark(plan: TrialPlan, server: Server, base: TrialRecord, phases: dict,
+              phase: Phase) -> TrialRecord:
+    """The trial's benchmark on a healthy server, run again (at most ``INVALID_RETRIES``
+    times) when the client rather than the server was measured."""
     base = dataclasses.replace(base, vllm_version=_server_version(server.url))
     phase("benchmark")
     start = time.monotonic()
     rejected: list[str] = []
     try:
         for attempt in range(1 + INVALID_RETRIES):
-            result = run_interruptible(_watched_benchmark(server, spec, phase, attempt))
-            invalid = result.invalid_for(told_metrics(spec))
+            result = run_interruptible(_watched_benchmark(server, plan, attempt))
+            invalid = result.invalid_for(plan.benchmark.told)
             if invalid is None or not result.metrics.get("completed"):
                 break
             if not (result.lag_reason or result.metrics.get("coalesced_reads")):
@@ -261,34 +224,40 @@ def _benchmark(spec: StudySpec, server: Server, base: TrialRecord, phases: dict,
     if invalid is not None:  # never told: a p99 ITL of 0 would win the latency objective
         return record.failed(Failure(kind=FailureKind.INVALID_MEASUREMENT, message=invalid),
                              ran)
-    missing = [o.metric for o in spec.objectives if o.metric not in metrics]
+    missing = [m for m in plan.scoring.metrics if m not in metrics]
     if missing:
         why = (": the steady window was too short for an interval (more requests, or "
                "measurement.early_stop)" if any(m.startswith("steady_") for m in missing)
                else "")
         return record.failed(Failure(kind=FailureKind.BENCHMARK_FAILED,
                                      message=f"no value for {', '.join(missing)}{why}"), ran)
-    return record.measured(spec, metrics, base)
+    return record.measured(plan.scoring, metrics, base)
 
 
-def _confirm(spec: StudySpec, server: Server, told: TrialRecord, n: int,
+def confirm_step(plan: TrialPlan, confirm: Confirm) -> Step:
+    """Benchmark as many more times on the same server as ``confirm`` says for the first
+    run's metrics; tell the medians, keep every run."""
+    return Step("confirm", lambda server, told, phase: _confirm(
+        plan, server, told, confirm(told.metrics), phase))
+
+
+def _confirm(plan: TrialPlan, server: Server, told: TrialRecord, n: int,
              phase: Phase) -> TrialRecord:
-    """Benchmark ``n`` more times on the same server; tell the medians, keep every run."""
     if n <= 0:
         return told
-    names = [o.metric for o in spec.objectives]
+    names = list(plan.scoring.metrics)
     first = dict(told.metrics)
     runs = [confirmation.repetition(first, names, told.window)]
     rejected = list(told.rejected_runs)
     for k in range(n):
         phase(f"confirm {k + 1}/{n}")
         try:
-            result = run_interruptible(_watched_benchmark(server, spec, phase,
-                                                    1 + INVALID_RETRIES + k))
+            result = run_interruptible(_watched_benchmark(server, plan,
+                                                          1 + INVALID_RETRIES + k))
         except ServerDied as e:
             rejected.append(f"confirmation run: {e}")
             break
-        invalid = result.invalid_for(told_metrics(spec))
+        invalid = result.invalid_for(plan.benchmark.told)
         if invalid is not None or any(m not in result.metrics for m in names):
             rejected.append(f"confirmation run: {invalid or 'missing objective'}")
             continue
@@ -296,4 +265,4 @@ def _confirm(spec: StudySpec, server: Server, told: TrialRecord, n: int,
     values = [r["metrics"] for r in runs]
     base = dataclasses.replace(told, repeats=tuple(runs), rejected_runs=tuple(rejected),
                                spread=confirmation.spread(values, names))
-    return record.measured(spec, confirmation.medians(first, values, names), base)
+    return record.measured(plan.scoring, confirmation.medians(first, values, names), base)

@@ -31,15 +31,17 @@ from tuner.runner.asking import Watched
 from tuner.storage.claimlock import ClaimLock
 from tuner.runner.guard import Guard
 from tuner.runner.interrupts import deferred_interrupts
-from tuner.runner.measure import Slot, measure
+from tuner.runner import trial as trials_run
+from tuner.runner.measure import Slot
 from tuner.runner.progress import Progress
 from tuner.runner.proposal import Proposal, propose
 from tuner.storage.registry import STOP, Registration, stop_requested
 from tuner.runner.tell import tell
+from tuner.engine.gpulock import GpuLocks
 from tuner.engine.trust import EngineTrust
 from tuner.search.sampler import make_sampler
 from tuner.space.installed import unusable_here
-from tuner.storage import OpenStudy, open_study
+from tuner.storage import OpenStudy, mask, open_study
 from tuner.search.front import FrontSettings
 from tuner.home import writable_folder
 from tuner.storage.outage import retrying
@@ -111,18 +113,32 @@ class _Registration(Registration):
         return written
 
 
+def _check_engine(opened: OpenStudy, gpus: tuple[int, ...], progress: Progress) -> None:
+    """Ask this host's engine (the GPU box may have another vLLM than the host that created
+    the study): a flag of the study it lacks is a UsageError naming it."""
+    space = opened.space
+    installed, note = ask_study_engine(opened.spec, gpus)
+    if installed is None:
+        progress.say(f"tuner: {note}")
+        return
+    problems = unusable_here(space.names, installed)
+    if problems:
+        raise UsageError(f"study {opened.spec.name} cannot run on this host: {problems[0]}")
+    if space.engine and installed.label != space.engine:
+        progress.say(f"tuner: this host runs {installed.label}; the study was created with "
+                     f"{space.engine}")
+
+
 class Worker:
-    def __init__(self, study_name: str, storage_url: str, gpus: tuple[int, ...],
+    """Runs a stored study's trials on one slot of GPUs until the study's budget, its own
+    count or time limit, a stop request or an interrupt ends it. Made by ``Worker.open``,
+    which checks first that this host can run the study."""
+
+    def __init__(self, opened: OpenStudy, storage_url: str, slot: Slot,
                  n_trials: int | None = None, timeout_s: float | None = None,
-                 progress: Progress | None = None, trust: EngineTrust | None = None) -> None:
-        self.opened = open_study(study_name, storage_url, heartbeat=True)
-        self.storage_url = storage_url
-        spec = self.opened.spec
-        (trust or EngineTrust.from_settings()).check(spec)  # the program is ours to choose
-        if missing := engine.missing_program(spec):
-            raise UsageError(f"study {study_name}: the engine program {missing} is not on "
-                             "this host; install it, or give the worker's own with "
-                             "--engine-python")
+                 progress: Progress | None = None) -> None:
+        self.opened, self.storage_url, self.slot = opened, storage_url, slot
+        spec = opened.spec
         self.registration: Registration | None = None
         # Each worker (and each restart of one) needs its own stream of random proposals:
         # the same seed would propose the same start-up configurations again (seen on the
@@ -130,23 +146,45 @@ class Worker:
         seed = None if spec.search.seed is None else (
             spec.search.seed + zlib.crc32(f"{socket.gethostname()}-{os.getpid()}-"
                                           f"{time.time_ns()}".encode())) % 2**31
-        self.study = optuna.load_study(study_name=study_name, storage=optuna_adapter.storage_of(self.opened.study),
+        self.study = optuna.load_study(study_name=spec.name,
+                                       storage=optuna_adapter.storage_of(opened.study),
                                        sampler=Watched(make_sampler(
                                            spec.search.sampler, seed,
                                            front=FrontSettings.for_study(spec)), self._claim))
-        self.gpus, self.n_trials, self.timeout_s = gpus, n_trials, timeout_s
-        # Checked before any trial is asked: a trial asked and then unable to write its
-        # server's log was left RUNNING, and each restart of the worker spent another.
-        self.slot = Slot(gpus, writable_folder(study_dir(study_name) / "logs",
-                                               "the study's logs", LaunchError),
-                         "", socket.gethostname(),
-                         cache=writable_folder(cache_root(), "the engine caches", LaunchError))
+        self.gpus, self.n_trials, self.timeout_s = slot.gpus, n_trials, timeout_s
         self.progress = progress or Progress(spec.search.n_trials)  # the study's count
-        self._check_engine(gpus)
         self.summary = Summary()
         self.invalid_run = 0
-        self.claims = ClaimLock(storage_url, study_name)
+        self.claims = ClaimLock(storage_url, spec.name)
         self.started_at = time.time()
+
+    @classmethod
+    def open(cls, study_name: str, storage_url: str, gpus: tuple[int, ...],
+             n_trials: int | None = None, timeout_s: float | None = None,
+             progress: Progress | None = None, trust: EngineTrust | None = None) -> Worker:
+        """The worker of ``study_name`` on ``gpus``, once this host can run it: the engine's
+        program is trusted and here, ``gpus`` hold a server's tensor parallelism, the logs
+        and caches are writable, and the engine here has the study's flags. UsageError or
+        LaunchError (one line) otherwise, before any trial is asked."""
+        opened = open_study(study_name, storage_url, heartbeat=True)
+        spec = opened.spec
+        (trust or EngineTrust.from_settings()).check(spec)  # the program is ours to choose
+        if missing := engine.missing_program(spec):
+            raise UsageError(f"study {study_name}: the engine program {missing} is not on "
+                             "this host; install it, or give the worker's own with "
+                             "--engine-python")
+        if len(gpus) < spec.model.tensor_parallel_size:
+            raise UsageError(f"study {study_name} needs {spec.model.tensor_parallel_size} GPUs "
+                             f"per server (tensor parallel) but --gpus gives {len(gpus)}")
+        # Checked before any trial is asked: a trial asked and then unable to write its
+        # server's log was left RUNNING, and each restart of the worker spent another.
+        slot = Slot(gpus, writable_folder(study_dir(study_name) / "logs",
+                                          "the study's logs", LaunchError),
+                    "", socket.gethostname(),
+                    cache=writable_folder(cache_root(), "the engine caches", LaunchError))
+        progress = progress or Progress(spec.search.n_trials)
+        _check_engine(opened, gpus, progress)
+        return cls(opened, storage_url, slot, n_trials, timeout_s, progress)
 
     def _claim(self, trial) -> None:
         """Optuna made ``trial`` RUNNING: it counts against the budget now, so the next
@@ -154,22 +192,6 @@ class Worker:
         if self.registration is not None:
             self.registration.claim(trial)
         self.claims.release()
-
-    def _check_engine(self, gpus: tuple[int, ...]) -> None:
-        """Ask this host's engine (the GPU box may have another vLLM than the host that
-        created the study): a flag of the study it lacks is a UsageError naming it."""
-        space = self.opened.space
-        installed, note = ask_study_engine(self.opened.spec, gpus)
-        if installed is None:
-            self.progress.say(f"tuner: {note}")
-            return
-        problems = unusable_here(space.names, installed)
-        if problems:
-            raise UsageError(f"study {self.opened.spec.name} cannot run on this host: "
-                             f"{problems[0]}")
-        if space.engine and installed.label != space.engine:
-            self.progress.say(f"tuner: this host runs {installed.label}; the study was "
-                              f"created with {space.engine}")
 
     def _done(self, started: float, dup_run: int) -> str | None:
         """Why this worker stops now, else None; then it holds the study's claim lock
@@ -208,6 +230,15 @@ class Worker:
         return None
 
     def run(self) -> Summary:
+        """Run trials, holding this slot's GPU locks until the worker ends, whatever ends
+        it (locks handed over by `tuner launch` are taken over)."""
+        spec = self.opened.spec
+        with GpuLocks(self.gpus, spec.name):
+            log.info("worker %s on study %s (%s), engine %s", self.gpus, spec.name,
+                     mask(self.storage_url), spec.engine.kind)
+            return self._run()
+
+    def _run(self) -> Summary:
         _signalled.clear()
         previous = {sig: signal.signal(sig, _sigterm_as_interrupt)
                     for sig in (signal.SIGTERM, signal.SIGINT)}
@@ -334,8 +365,9 @@ class Worker:
         if self.summary.launched < spec.engine.crosscheck_trials and crosscheck.applicable(spec):
             slot = dataclasses.replace(slot, crosscheck=True)
         confirming = spec.search.confirm or spec.search.confirm_default
-        return measure(spec, prop.flags, prop.launch, trial.number, slot, base, phase,
-                       self._confirmations(prop) if confirming else None, Guard(self.study))
+        return trials_run.run(spec, prop.launch, trial.number, slot, base, phase,
+                              self._confirmations(prop) if confirming else None,
+                              Guard(self.study))
 
     def _confirmations(self, prop: Proposal):
         """More runs for the default and for a first run on the front (confirm.runs_to_add)."""

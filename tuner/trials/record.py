@@ -50,6 +50,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from tuner.numerics import lossy_flags
+from tuner.trials.scoring import Scoring
 from tuner.trials.parts import (Accuracy, ClientView, Failure, Part, Repeat, ServerView,
                                 StartPhases, VllmBench, Window)
 
@@ -293,26 +294,29 @@ def _json(value: Any) -> Any:
 
 # Building the told record -------------------------------------------------------------
 
-def objective_values(spec: StudySpec, metrics: Mapping[str, float]) -> tuple[float, ...]:
-    return tuple(float(metrics[o.metric]) for o in spec.objectives)
+def objective_values(spec: StudySpec | Scoring,
+                     metrics: Mapping[str, float]) -> tuple[float, ...]:
+    return tuple(float(metrics[m]) for m in Scoring.of(spec).metrics)
 
 
-def slo_constraints(spec: StudySpec, metrics: Mapping[str, float] | None) -> dict[str, float]:
+def slo_constraints(spec: StudySpec | Scoring,
+                    metrics: Mapping[str, float] | None) -> dict[str, float]:
     """One constraint per SLO: value - limit (<= 0 is met); 1.0 when nothing was measured."""
     out = {}
-    for metric, limit in spec.slo.limits().items():
+    for metric, limit in Scoring.of(spec).slo_limits:
         value = None if metrics is None else metrics.get(metric)
         out[SLO_PREFIX + metric] = 1.0 if value is None else float(value) - limit
     return out
 
 
-def accuracy_constraint(spec: StudySpec, accuracy: Accuracy | Mapping[str, Any] | None,
+def accuracy_constraint(spec: StudySpec | Scoring,
+                        accuracy: Accuracy | Mapping[str, Any] | None,
                         flags: Mapping[str, Any], started: bool = True) -> dict[str, float]:
     """``accuracy:token_agreement`` = limit - agreement (<= 0 is met) in a guarded study:
     a replayed trial's own agreement (none: not checked, 1.0), a lossless one's 1 by its
     class; 1.0 when nothing started, or for lossy ``flags`` nobody checked. Empty for a
     study without a lossy flag."""
-    limit, accuracy = spec.accuracy_limit, Accuracy.of(accuracy)
+    limit, accuracy = Scoring.of(spec).accuracy_limit, Accuracy.of(accuracy)
     if limit is None:
         return {}
     if not started or (not accuracy and lossy_flags(flags)):
@@ -323,7 +327,7 @@ def accuracy_constraint(spec: StudySpec, accuracy: Accuracy | Mapping[str, Any] 
     return {ACCURACY: 1.0 if value is None else limit - float(value)}
 
 
-def with_accuracy(spec: StudySpec, told: TrialRecord,
+def with_accuracy(spec: StudySpec | Scoring, told: TrialRecord,
                   accuracy: Accuracy | Mapping[str, Any]) -> TrialRecord:
     """A measured record with the guard's attribute and its constraint."""
     acc = Accuracy.of(accuracy)
@@ -331,18 +335,24 @@ def with_accuracy(spec: StudySpec, told: TrialRecord,
     return dataclasses.replace(told, accuracy=acc, constraints=cons)
 
 
-def measured(spec: StudySpec, metrics: Mapping[str, float], base: TrialRecord) -> TrialRecord:
-    cons = {STARTS: 0.0, **slo_constraints(spec, metrics),
-            **accuracy_constraint(spec, base.accuracy, base.flags)}
-    return dataclasses.replace(base, state=COMPLETE, values=objective_values(spec, metrics),
+def measured(spec: StudySpec | Scoring, metrics: Mapping[str, float],
+             base: TrialRecord) -> TrialRecord:
+    """``base`` told as measured: the objectives' values and every constraint."""
+    scoring = Scoring.of(spec)
+    cons = {STARTS: 0.0, **slo_constraints(scoring, metrics),
+            **accuracy_constraint(scoring, base.accuracy, base.flags)}
+    return dataclasses.replace(base, state=COMPLETE, values=objective_values(scoring, metrics),
                                constraints=cons, outcome=MEASURED, metrics=dict(metrics))
 
 
-def infeasible(spec: StudySpec, failure: Failure | Mapping[str, Any],
+def infeasible(spec: StudySpec | Scoring, failure: Failure | Mapping[str, Any],
                base: TrialRecord) -> TrialRecord:
-    values = tuple(spec.worst_value(o) for o in spec.objectives)
-    cons = {STARTS: 1.0, **slo_constraints(spec, None),
-            **accuracy_constraint(spec, None, base.flags, started=False)}
+    """``base`` told as a configuration that never served: the worst values, every
+    constraint violated."""
+    scoring = Scoring.of(spec)
+    values = tuple(g.worst for g in scoring.goals)
+    cons = {STARTS: 1.0, **slo_constraints(scoring, None),
+            **accuracy_constraint(scoring, None, base.flags, started=False)}
     return dataclasses.replace(base, state=COMPLETE, values=values, constraints=cons,
                                outcome=INFEASIBLE, failure=Failure.of(failure))
 

@@ -1,0 +1,57 @@
+"""One trial from the study's point of view: compile the study into the trial's plans,
+choose the steps that follow its benchmark, and measure (``tuner.runner.measure``).
+
+This is the only place in the trial pipeline that reads the whole study."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import Any, Mapping
+
+from tuner.engine import command
+from tuner.engine.ports import free_port
+from tuner.runner import crosscheck
+from tuner.runner.guard import Guard
+from tuner.runner.measure import Confirm, Phase, Slot, Step, confirm_step, measure
+from tuner.runner.plans import TrialPlan, compile_trial
+from tuner.spec.study import StudySpec
+from tuner.trials.record import TrialRecord
+
+
+def run(spec: StudySpec, launch_flags: Mapping[str, Any], number: int, slot: Slot,
+        base: TrialRecord, phase: Phase, confirm: Confirm | None = None,
+        guard: Guard | None = None) -> TrialRecord:
+    """Measure ``launch_flags`` as trial ``number`` on ``slot``; ``confirm`` says how many
+    confirmation runs a first measured run gets, ``guard`` checks a measured trial's outputs
+    (timed as phase ``accuracy``), and the slot's ``crosscheck`` runs `vllm bench serve` on
+    the same server."""
+    plan = compile_trial(spec, launch_flags, free_port(), slot.gpus, cache_root=slot.cache,
+                         inherited=os.environ)
+    steps = []
+    if confirm is not None:
+        steps.append(confirm_step(plan, confirm))
+    if guard is not None:
+        steps.append(accuracy_step(spec, plan, guard, number))
+    if slot.crosscheck:
+        steps.append(crosscheck_step(spec, plan))
+    return measure(plan, slot, base, phase, steps, log_name=f"trial-{number:05d}")
+
+
+def accuracy_step(spec: StudySpec, plan: TrialPlan, guard: Guard, number: int) -> Step:
+    """The accuracy guard, where its rules give the trial a role."""
+    def check(server, told: TrialRecord, phase: Phase) -> TrialRecord:
+        phase("accuracy")
+        return guard.check(spec, server.url, plan.engine.model, told, number)
+    return Step("accuracy", check, applies=lambda told: bool(guard.role(spec, told)))
+
+
+def crosscheck_step(spec: StudySpec, plan: TrialPlan) -> Step:
+    """`vllm bench serve` on the trial's server, as many requests as ours completed."""
+    def check(server, told: TrialRecord, phase: Phase) -> TrialRecord:
+        phase("crosscheck")
+        env = command.engine_environment(os.environ, plan.engine.launch)
+        vllm = crosscheck.run(spec, server.url, plan.engine.model, env,
+                              crosscheck.num_prompts(told))
+        return dataclasses.replace(told, vllm_bench=vllm)
+    return Step("crosscheck", check)
