@@ -12,7 +12,7 @@ prefill) moved from the nearest measured plateau point ("budget"), and with only
 flags moved ("others"). Two what-ifs that tell the model what the simulator knows:
 ``--inert NAMES`` sets those flags' length scales to 30 (inert) after each fit, and
 ``--noise-free`` fits without learned noise (the simulator has none). It wraps the
-sampler's own functions (``fit``, ``fit_power``, ``choose``, ``View.candidates``) rather
+sampler's own functions (``fit``, ``fit_power``, ``choose``, ``candidates``) rather
 than copying them; one worker only.
 
     .venv/bin/python bench/search_plateau.py [--rules article] [--seeds 10]
@@ -33,10 +33,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from search import CONTENDERS, DEFAULT  # noqa: E402
 from search_run import run_one  # noqa: E402
 from search_truth import Truth, load_profile  # noqa: E402
-import tuner.search.front as front  # noqa: E402
-import tuner.search.surrogate as surrogate  # noqa: E402
-from tuner.search.outputs import inverse  # noqa: E402
-from tuner.search.region import trust_region  # noqa: E402
+import tuner.search.front.gp as surrogate  # noqa: E402
+import tuner.search.front.model as model  # noqa: E402
+import tuner.search.front.proposal as proposal  # noqa: E402
+from tuner.search.front.acquisition import aim  # noqa: E402
+from tuner.search.front.candidates import onfront, trust_region  # noqa: E402
+from tuner.search.front.history import origin  # noqa: E402
+from tuner.search.front.model import inverse  # noqa: E402
 
 TIED = ("max_num_batched_tokens", "max_model_len")
 SEEN: dict = {}
@@ -45,40 +48,47 @@ SEEN: dict = {}
 def _wrap() -> list[dict]:
     """Patch the sampler's functions to record each model proposal; the records."""
     out: list[dict] = []
-    fit, fit_power = front.fit, front.fit_power
-    choose, candidates = front.choose, front.View.candidates
+    fit, fit_power = model.fit, model.fit_power
+    choose, candidates = proposal.choose, proposal.candidates
 
-    def fit_(X, y, **k):
+    def fit_(X, y, **k):  # the feasibility processes (fit_power's own fits pass through)
+        if SEEN.get("in_power"):
+            return fit(X, y, **k)
         gp = _inert(fit(X, y, **k), X, y) if ARGS.inert else fit(X, y, **k)
         SEEN.setdefault("fits", []).append(gp)
         return gp
 
     def fit_power_(X, v, *a, **k):  # the objectives' processes, on their Box-Cox powers
-        gp, power = fit_power(X, v, *a, **k)
+        SEEN["in_power"] = True
+        try:
+            gp, power = fit_power(X, v, *a, **k)
+        finally:
+            SEEN["in_power"] = False
         gp = _inert(gp, X, gp.y) if ARGS.inert else gp
         SEEN.setdefault("fits", []).append(gp)
+        SEEN.setdefault("powers", []).append(power)
         return gp, power
 
-    def candidates_(self, X, rng, lengths=None):
+    def candidates_(h, s, rng, lengths=None):
         state = rng.bit_generator.state  # the trust region's candidates are drawn first
         again = np.random.default_rng()
         again.bit_generator.state = state
-        region = trust_region(X[self.onfront()], self.enc.categorical(), lengths,
-                              self.s.candidates, again)
-        SEEN.update(view=self, X=X, random=region)
-        SEEN["cands"] = candidates(self, X, rng, lengths)
+        region = trust_region(h.measured_x[onfront(h)], h.enc.categorical(), lengths,
+                              s.candidates, again, s)
+        SEEN.update(view=h, settings=s, X=h.measured_x, random=region)
+        SEEN["cands"] = candidates(h, s, rng, lengths)
         if not len(SEEN["cands"]):  # the proposal ends here, without choose
-            SEEN["fits"] = []
+            SEEN["fits"], SEEN["powers"] = [], []
         return SEEN["cands"]
 
-    def choose_(gain, pf, sd, any_feasible):
-        best = choose(gain, pf, sd, any_feasible)
+    def choose_(gain, pf, sd, any_feasible, nudge):
+        best = choose(gain, pf, sd, any_feasible, nudge)
         out.append(_record(best, pf))
-        SEEN["fits"] = []
+        SEEN["fits"], SEEN["powers"] = [], []
         return best
 
-    front.fit, front.fit_power, front.choose = fit_, fit_power_, choose_
-    front.View.candidates = candidates_
+    model.fit, model.fit_power = fit_, fit_power_
+    proposal.choose, proposal.candidates = choose_, candidates_
     return out
 
 
@@ -101,24 +111,25 @@ def _names() -> list[str]:
 
 
 def _record(best: int, pf: np.ndarray) -> dict:
-    view, X, cands = SEEN["view"], SEEN["X"], SEEN["cands"]
+    view, s, X, cands = SEEN["view"], SEEN["settings"], SEEN["X"], SEEN["cands"]
     itl = SEEN["fits"][1]  # the objectives' processes are fitted first (one worker)
     enc, c = view.enc, cands[best]
     rand = np.array([enc.snap(x) for x in SEEN["random"]])
-    fixed = [view.s.repair(enc.decode(x)) if view.s.repair else enc.decode(x) for x in rand]
+    fixed = [s.repair(enc.decode(x)) if s.repair else enc.decode(x) for x in rand]
     rand = np.array([enc.encode(f) for f in fixed if f is not None])
-    rec = {"params": enc.decode(c), "aim": view.aim(), "pf": float(pf[best]),
+    rec = {"params": enc.decode(c), "aim": aim(view.moves, view.count, s.ends),
+           "pf": float(pf[best]),
            "w": itl.kernel.share, "noise": itl.noise_sd, "n": len(view.measured),
            "source": "random" if (np.abs(rand - c).max(1) < 1e-9).any() else "move"}
     plateau = [i for i, t in enumerate(view.measured) if _on_plateau(
-        front.origin(t, view.space), ARGS.low, ARGS.high)]
+        origin(t, view.space), ARGS.low, ARGS.high)]
     if plateau:
         j = min(plateau, key=lambda i: np.linalg.norm(X[i] - c))
         tied = [enc.names.index(n) for n in TIED]
         budget, others = X[j].copy(), c.copy()
         budget[tied], others[tied] = c[tied], X[j][tied]
         rec["sd"] = itl.predict(np.vstack([X[j], budget, others, c]))[1].tolist()
-        mean = inverse(itl.predict(c[None])[0], view.powers[1])[0]
+        mean = inverse(itl.predict(c[None])[0], SEEN["powers"][1])[0]
         rec["mean_below"] = bool(mean < view.measured[j].values[1])
         rec["changed"] = [n for n, a, b in zip(enc.names, X[j], c) if abs(a - b) > 1e-9]
     return rec

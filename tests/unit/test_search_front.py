@@ -10,11 +10,14 @@ from optuna.trial import TrialState
 from tuner import optuna_adapter
 from tuner.trials.reference import rule_for
 from tuner.search import warm_start
-from tuner.search.acquisition import expected_improvement, improvement, joint_draws
-from tuner.search.front import (MOVE, PROBES, FrontSampler, FrontSettings, View, choose,
-                                 origin)
-from tuner.search import surrogate
-from tuner.search.surrogate import Encoding, fit, unmoved
+from tuner.search.front import MOVE, PROBES, FrontSampler, FrontSettings, origin
+from tuner.search.front import gp as surrogate
+from tuner.search.front.acquisition import (choose, expected_improvement, improvement,
+                                            joint_draws, posterior_draws)
+from tuner.search.front.candidates import fresh, unasked
+from tuner.search.front.gp import Encoding, fit, unmoved
+from tuner.search.front.history import history
+from tuner.search.front.model import Objectives, measured_spread
 from tuner.space import baselines, build_space
 from tuner.storage import load_study_file
 from tuner.search.sampler import make_sampler
@@ -105,10 +108,9 @@ def test_parallel_workers_get_distinct_model_based_proposals(space):
 def test_a_gain_inside_the_spread_is_a_tie():
     # measured: (100 tok/s, 50 ms) with a 5% spread on both; a candidate 3% better on both
     # adds nothing, one 10% better adds volume
-    view = View.__new__(View)
-    view.maximise = np.array([True, False])
+    objs = Objectives((), (0.0, 0.0), np.array([True, False]), np.array([0.05, 0.05]))
     logs = np.log(np.array([[100.0, 50.0]]))
-    front = view.better(logs, np.array([True]), np.array([0.05, 0.05]))
+    front = objs.better(logs, np.array([True]))
     ref = np.array([-50.0, 100.0])
     assert improvement(np.array([[-103.0, 48.5]]), front, ref)[0] == 0.0
     assert improvement(np.array([[-110.0, 45.0]]), front, ref)[0] > 0.0
@@ -211,15 +213,15 @@ def test_a_cap_the_engine_never_reached_is_not_moved_again(space):
     trials = [t for t in study.get_trials(deepcopy=False) if set(dists) <= set(t.params)]
     echoes = 0
     for i, t in enumerate(trials):
-        view = View(SETTINGS, trials[:i], study.directions, dists)
-        echoes += len(view.echoes)
+        h = history(SETTINGS, trials[:i], study.directions, dists)
+        echoes += len(h.echoes)
         if t.system_attrs.get(MOVE, {}).get("kind") == "model":
-            assert view.fresh(view.enc.encode(t.params)[None])[0], t.params
+            assert fresh(h, SETTINGS, h.enc.encode(t.params)[None])[0], t.params
     assert echoes > 0
-    view = View(SETTINGS, trials, study.directions, dists)
-    top = next(x for i, x in view.echoes
-               if view.measured[i].params["max_num_seqs"] < dists["max_num_seqs"].high)
-    assert not view.fresh(top[None])[0]
+    h = history(SETTINGS, trials, study.directions, dists)
+    top = next(x for i, x in h.echoes
+               if h.measured[i].params["max_num_seqs"] < dists["max_num_seqs"].high)
+    assert not fresh(h, SETTINGS, top[None])[0]
 
 
 def test_the_tie_is_the_spread_of_the_trials_confirmation_runs(space):
@@ -227,17 +229,17 @@ def test_the_tie_is_the_spread_of_the_trials_confirmation_runs(space):
     study = _run(space, 0, len(baselines(space)) + 2, spread={"output_throughput": spread})
     dists = space.distributions()
     trials = [t for t in study.get_trials(deepcopy=False) if set(dists) <= set(t.params)]
-    view = View(SETTINGS, trials, study.directions, dists)
-    assert view.spread() == pytest.approx([0.08, 0.0])
+    h = history(SETTINGS, trials, study.directions, dists)
+    assert measured_spread(h, SETTINGS) == pytest.approx([0.08, 0.0])
 
 
 def test_with_no_feasible_trial_the_likeliest_feasible_candidate_is_proposed():
     gain = np.array([100.0, 1.0, 0.0])  # a large box at long odds, a small one, nothing
     pf = np.array([0.02, 0.5, 0.3])
     sd = np.zeros(3)
-    assert choose(gain, pf, sd, any_feasible=True) == 0  # 2.0 against 0.5
-    assert choose(gain, pf, sd, any_feasible=False) == 1  # the likeliest to be feasible
-    assert choose(np.zeros(3), pf, sd, any_feasible=True) == 1
+    assert choose(gain, pf, sd, True, SETTINGS.nudge) == 0  # 2.0 against 0.5
+    assert choose(gain, pf, sd, False, SETTINGS.nudge) == 1  # the likeliest to be feasible
+    assert choose(np.zeros(3), pf, sd, True, SETTINGS.nudge) == 1
 
 
 def _article_space(study_file, rules):
@@ -311,17 +313,15 @@ def test_re_measuring_a_noisy_front_point_gains_nothing():
     logs += 0.05 * rng.standard_normal(logs.shape)
     gps = [fit(X, logs[:, j]) for j in range(2)]
     assert min(gp.noise_sd for gp in gps) > 0.01  # the processes learned the noise
-    view = View.__new__(View)
-    view.maximise = np.array([True, False])
-    view.s = FrontSettings(SETTINGS.reference, draws=64)
-    cand, ties, ref = X[[np.argmax(logs[:, 0])]], np.zeros(2), np.array([-500.0, 200.0])
+    objs = Objectives(tuple(gps), (0.0, 0.0), np.array([True, False]), np.zeros(2))
+    cand, ref = X[[np.argmax(logs[:, 0])]], np.array([-500.0, 200.0])
     preds = [gp.predict(cand) for gp in gps]
-    fronts, draws = view.draws(X, np.ones(12, bool), gps, cand, preds, ties, rng)
+    fronts, draws = posterior_draws(objs, X, np.ones(12, bool), cand, preds, 64, rng)
     joint = expected_improvement(draws, fronts, ref)[0]
     # drawn apart from the front at its measured values, the same candidate seemed to gain
     mean, sd = (np.stack([gp.predict(cand)[i] for gp in gps], 1) for i in (0, 1))
-    apart = view.objectives(mean + sd * np.random.default_rng(1).standard_normal((64, 1, 2)))
-    measured = view.better(logs, np.ones(12, bool), ties)
+    apart = objs.minimised(mean + sd * np.random.default_rng(1).standard_normal((64, 1, 2)))
+    measured = objs.better(logs, np.ones(12, bool))
     apart = expected_improvement(apart, np.repeat(measured[None], 64, 0), ref)[0]
     assert apart > 1.0 and joint < 1e-3 * apart  # nothing but the Cholesky jitter
 
@@ -384,16 +384,15 @@ def test_the_box_of_caps_the_engine_never_reached_counts_as_measured(space):
     study.tell(t, [1000.0, 50.0])
     ran = origin(study.trials[0], dists)
     assert ran["max_num_seqs"] == 1024 and ran["enable_prefix_caching"] is True
-    view = View(SETTINGS, study.get_trials(deepcopy=False, states=[TrialState.COMPLETE]),
+    h = history(SETTINGS, study.get_trials(deepcopy=False, states=[TrialState.COMPLETE]),
                 study.directions, dists)
 
-    def fresh(**moved) -> bool:
-        return bool(view.fresh(view.enc.encode({**ran, **moved})[None])[0])
-    assert not fresh(max_num_seqs=300)
-    assert not fresh(max_num_seqs=256, enable_prefix_caching=False)
-    assert not fresh(max_num_seqs=256, enable_prefix_caching=False,
-                     gpu_memory_utilization=0.93)
-    assert not view.unasked({**ran, "max_num_seqs": 300})
-    assert fresh(max_num_seqs=64)  # under the peak: the cap binds there
-    assert fresh(max_num_seqs=256, max_num_batched_tokens=ran["max_num_batched_tokens"] // 2)
-    assert fresh(gpu_memory_utilization=ran["gpu_memory_utilization"] - 0.2)
+    def new(**moved) -> bool:
+        return bool(fresh(h, SETTINGS, h.enc.encode({**ran, **moved})[None])[0])
+    assert not new(max_num_seqs=300)
+    assert not new(max_num_seqs=256, enable_prefix_caching=False)
+    assert not new(max_num_seqs=256, enable_prefix_caching=False, gpu_memory_utilization=0.93)
+    assert not unasked(h, SETTINGS, {**ran, "max_num_seqs": 300})
+    assert new(max_num_seqs=64)  # under the peak: the cap binds there
+    assert new(max_num_seqs=256, max_num_batched_tokens=ran["max_num_batched_tokens"] // 2)
+    assert new(gpu_memory_utilization=ran["gpu_memory_utilization"] - 0.2)

@@ -9,7 +9,7 @@ import pytest
 from optuna._hypervolume import compute_hypervolume
 from optuna.distributions import FloatDistribution
 
-from tuner.search.acquisition import end_improvement, improvement
+from tuner.search.front.acquisition import end_improvement, improvement
 from tuner.search.front import MOVE, FrontSampler, FrontSettings
 from tuner.spec.study import Objective
 from tuner.trials.reference import rule_for

@@ -35,7 +35,7 @@ from typing import Any, Mapping
 
 from optuna.distributions import BaseDistribution, CategoricalDistribution
 
-from tuner.search.steps import movable
+from tuner.space.distributions import movable
 from tuner.space.defaults import CAPTURE_TOP, cudagraph_capture_size
 from tuner.trials.parts import ServerView
 

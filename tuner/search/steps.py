@@ -14,6 +14,8 @@ import numpy as np
 from optuna.distributions import (BaseDistribution, CategoricalDistribution,
                                   FloatDistribution, IntDistribution)
 
+from tuner.space.distributions import clip, movable
+
 # Moves from the default, one or two flags each: {flag: step}; a step is ["x", factor]
 # (log-scaled flags), ["+", delta] or ["=", value]. Numeric steps can be extended later.
 PROBES: tuple[dict[str, list], ...] = (
@@ -31,20 +33,6 @@ PROBES: tuple[dict[str, list], ...] = (
 NEAR = (0.02, 0.01)  # a factor on log-scaled numbers, a share of the range on linear ones
 LOG_FACTORS = (0.5, 0.7, 1.4, 2.0)
 LINEAR_STEPS = (-0.3, -0.15, -0.08, 0.08, 0.15, 0.3)  # shares of the range
-
-
-def clip(dist: BaseDistribution, value: Any) -> Any | None:
-    """``value`` made valid for ``dist`` (rounded to its step, clipped), or None."""
-    if isinstance(dist, CategoricalDistribution):
-        return value if value in dist.choices else None
-    if isinstance(dist, IntDistribution):
-        return int(min(max(round(value), dist.low), dist.high))
-    if isinstance(dist, FloatDistribution):
-        v = min(max(float(value), dist.low), dist.high)
-        if dist.step:
-            v = dist.low + round((v - dist.low) / dist.step) * dist.step
-        return round(v, 6)
-    return None
 
 
 def apply_step(dist: BaseDistribution, value: Any, step: list) -> Any | None:
@@ -86,9 +74,3 @@ def random_step(dist: BaseDistribution, value: Any, rng: np.random.RandomState) 
 
 def probe_key(steps: dict[str, list]) -> tuple:
     return tuple(sorted((n, tuple(s)) for n, s in steps.items()))
-
-
-def movable(dist: BaseDistribution) -> bool:
-    if isinstance(dist, CategoricalDistribution):
-        return len(dist.choices) > 1
-    return isinstance(dist, (IntDistribution, FloatDistribution)) and dist.low < dist.high

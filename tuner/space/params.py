@@ -46,7 +46,7 @@ class Param:
     why: str = ""
     # A mode switch: other flags act differently on each side of it (without chunked
     # prefill the token budget must hold a whole prompt), so a model of the trials should
-    # not assume that they vary alike on both sides (``tuner.search.surrogate``'s cells).
+    # not assume that they vary alike on both sides (``tuner.search.front.gp``'s cells).
     mode: bool = False
 
     @property

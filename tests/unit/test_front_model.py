@@ -1,13 +1,15 @@
-"""tuner.search.outputs and tuner.search.region: the objectives' Box-Cox power and the
-trust region the model's candidates are drawn in
-(docs/decisions/0007-trust-region-and-box-cox.md)."""
+"""tuner.search.front.model and .candidates: the objectives' Box-Cox power and the trust
+region the model's candidates are drawn in (docs/decisions/0007-trust-region-and-box-cox.md)."""
 
 import numpy as np
 
-from tuner.search.front import View
-from tuner.search.outputs import box_cox, fit_power, inverse
-from tuner.search.region import LENGTH, trust_region
-from tuner.search.surrogate import fit
+from tuner.search.front.candidates import trust_region
+from tuner.search.front.gp import fit
+from tuner.search.front.model import Objectives, box_cox, fit_power, inverse
+from tuner.search.front.settings import FrontSettings
+from tuner.trials.reference import rule_for
+
+SETTINGS = FrontSettings(rule_for([], {}, {}, []))
 
 
 def test_a_saturating_throughput_gets_a_power_whose_upper_tail_stays_near_what_was_measured():
@@ -36,21 +38,19 @@ def test_log_normal_values_keep_the_log_and_the_transform_inverts():
         assert np.allclose(inverse(box_cox(v, power), power), v)
 
 
-def test_the_view_reads_each_objective_on_its_own_power():
-    view = View.__new__(View)
-    view.maximise = np.array([True, False])
-    view.powers = (2.0, 0.0)
+def test_each_objective_is_read_on_its_own_power():
+    objs = Objectives((), (2.0, 0.0), np.array([True, False]), np.zeros(2))
     z = np.stack([box_cox(np.array([4000.0, 3000.0]), 2.0), np.log([20.0, 10.0])], -1)
-    assert np.allclose(view.objectives(z), [[-4000.0, 20.0], [-3000.0, 10.0]])
+    assert np.allclose(objs.minimised(z), [[-4000.0, 20.0], [-3000.0, 10.0]])
 
 
 def test_the_trust_region_moves_a_steep_flag_a_little_and_a_flat_one_far():
     rng = np.random.default_rng(0)
     centre = np.array([[0.5, 0.5, 0.0]])
     cat = np.array([False, False, True])
-    pts = trust_region(centre, cat, np.array([0.1, 10.0, 1.0]), 2000, rng)
+    pts = trust_region(centre, cat, np.array([0.1, 10.0, 1.0]), 2000, rng, SETTINGS)
     # weights: the length scales (10 capped at 2) over their geometric mean, sqrt(0.2)
-    half = 0.5 * LENGTH * 0.1 / np.sqrt(0.2)
+    half = 0.5 * SETTINGS.region * 0.1 / np.sqrt(0.2)
     assert np.abs(pts[:, 0] - 0.5).max() <= half + 1e-12
     assert pts[:, 1].min() == 0.0 and pts[:, 1].max() == 1.0  # the whole range, clipped
     assert 0.8 < np.mean(pts[:, 2] == 0.0) < 1.0  # the categorical mostly kept

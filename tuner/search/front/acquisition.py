@@ -17,16 +17,18 @@ of Daulton et al., 2021). A candidate the model finds correlated with a front po
 with it in every draw, so re-measuring a configuration that the model expects to behave as
 one already measured gains nothing, however noisy the measurements were (drawn apart
 from the front at its measured values, such a candidate seemed to gain whenever its draw
-beat the point's value: 11-29 % of the trials measured an earlier trial's values again).
+beat the point's value, and many trials measured an earlier trial's values again).
 """
 
 from __future__ import annotations
 
 import math
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
 from tuner.optuna_adapter import non_dominated_boxes
+from tuner.search.front.model import Objectives
 
 
 def staircase(front: np.ndarray, ref: np.ndarray) -> np.ndarray:
@@ -117,3 +119,59 @@ def end_improvement(draws: np.ndarray, fronts: np.ndarray, ref: np.ndarray,
         best = _best(front, ref, axis)
         gains.append(np.maximum(0.0, best - d[:, axis]) * (d[:, others] < ref[others]).all(-1))
     return np.mean(gains, axis=0)
+
+
+def choose(gain: np.ndarray, pf: np.ndarray, sd: np.ndarray, any_feasible: bool,
+           nudge: float) -> int:
+    """The candidate to propose: the largest expected improvement times the probability of
+    feasibility ``pf``; while no measured trial is feasible, or where nothing is expected
+    to add, the likeliest to be feasible (``sd``, the posterior spread weighed by
+    ``nudge``, breaks ties). With an empty front the improvement is the whole box a
+    candidate dominates, so the product would favour a large box at long odds over a
+    likely feasible point (Optuna's constrained GPSampler also drops the improvement then;
+    Gelbart et al., 2014)."""
+    score = pf * gain
+    if not any_feasible or score.max() <= 0:
+        score = pf + nudge * sd
+    return int(np.argmax(score))
+
+
+def aim(moves: Sequence[Mapping[str, Any]], count: int, ends: int) -> str:
+    """What this model proposal maximises: the expected hypervolume improvement
+    (``ehvi``), or, one model proposal in ``ends`` (counted over the earlier ``moves``),
+    one end of the front (``end:0``, then ``end:1``, ..., in turn: the front is covered
+    from both ends, where a point adds little volume but answers a user's tightest
+    limit); with one objective its expected improvement (``ei``: the front has no ends)."""
+    if count == 1:
+        return "ei"
+    n = sum(1 for m in moves if m.get("kind") == "model")
+    if n % ends != ends - 1:
+        return "ehvi"
+    return f"end:{(n // ends) % count}"
+
+
+def gain(goal: str, draws: np.ndarray, fronts: np.ndarray, ref: np.ndarray) -> np.ndarray:
+    """Each candidate's score under ``goal`` (``aim``)."""
+    if goal.startswith("end"):
+        return end_improvement(draws, fronts, ref, int(goal[-1]))
+    return expected_improvement(draws, fronts, ref)
+
+
+def posterior_draws(objs: Objectives, at: np.ndarray, measured: np.ndarray,
+                    cands: np.ndarray, preds, k: int, rng: np.random.Generator
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """``k`` posterior draws of the front (the processes at ``at``) and of the candidates
+    (``preds``: each process's mean and sd there), jointly (``joint_draws``): (k x points
+    x d, k x candidates x d; d objectives), minimised; each ``measured`` point of the
+    front made better by its ties (``Objectives.better``)."""
+    normal = np.random.default_rng(rng.integers(2 ** 32))
+    d = len(objs.gps)
+    z_f, z_c = normal.standard_normal((d, k, len(at))), normal.standard_normal((d, k, 1))
+    fronts, draws = [], []
+    for j, (gp, (mean_c, sd_c)) in enumerate(zip(objs.gps, preds)):
+        mean_f, _ = gp.predict(at)
+        f, c = joint_draws(mean_f, gp.covariance(at, at), mean_c, gp.covariance(at, cands),
+                           sd_c ** 2, z_f[j], z_c[j])
+        fronts.append(f)
+        draws.append(c)
+    return objs.better(np.stack(fronts, -1), measured), objs.minimised(np.stack(draws, -1))

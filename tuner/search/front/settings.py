@@ -1,0 +1,93 @@
+"""Every number the front sampler uses, each with why (``FrontSettings``), and the study's
+score it is built with (``FrontSettings.for_study``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Mapping
+
+from tuner.space import build_space, repair
+from tuner.space.distributions import clip
+from tuner.trials.reference import ReferenceRule, study_rule
+
+MOVE = "front:move"  # the trial's system attribute that holds its proposal's move
+OBJECTIVES = (1, 2, 3)  # the numbers of objectives the sampler serves
+STARTS = "starts"  # the constraint told > 0 when a configuration did not start
+
+PROBES: tuple[Mapping[str, float], ...] = (
+    {"max_num_batched_tokens": 0.125, "max_num_seqs": 0.125},  # towards low latency
+    # the article's chunked launch: its budget (a 32nd of the default's 8,192) and, as vLLM
+    # runs that launch, the sequences capped at the budget (the rules' budget-covers-seqs)
+    {"max_num_batched_tokens": 1 / 32},
+    {"max_num_batched_tokens": 0.25},
+    {"max_num_seqs": 0.25},
+    # the one-flag probes mirrored: the other side of the parent (a response need not be
+    # monotonic; clipped to the space, so a flag already at its top makes no probe)
+    {"max_num_batched_tokens": 4.0},
+    {"max_num_seqs": 4.0},
+)
+
+
+@dataclass(frozen=True)
+class FrontSettings:
+    """What the sampler needs of the study and how hard it looks.
+
+    ``reference``: the study's score (``tuner.trials.reference.study_rule``);
+    ``metrics``: the objectives' metric names (to read a trial's measured spread)."""
+
+    reference: ReferenceRule
+    metrics: tuple[str, ...] = ()
+    # params -> the parameters the space's rules repair them to (None: no valid
+    # configuration near): candidates are scored where they will run
+    repair: Callable[[dict], dict | None] | None = None
+    # -- probes (``probes``)
+    probes: tuple[Mapping[str, float], ...] = PROBES
+    jitter: float = 0.25  # log-scale jitter of a probe's factors, drawn from the seed
+    # the probes also move from each started baseline in another categorical cell when the
+    # rules move the default's own probes out of its cell
+    regimes: bool = True
+    # a proposal another worker holds is made again, at most this many times per probe
+    claims: int = 4
+    # -- models (``model``)
+    min_trials: int = 4  # measured trials before the model proposes
+    # mode switches (``Param.mode``): each side of them is a cell of the surrogates' kernel
+    cells: tuple[str, ...] = ()
+    floor: float = 1e-9  # the least objective value: the Box-Cox powers need positive ones
+    started_noise: float = 0.01  # noise floor of the +1/-1 process of starting
+    slo_noise: float = 1e-4  # noise floor of each SLO's process (signed log scale)
+    sd_floor: float = 1e-6  # the least posterior sd a probability divides by
+    # -- candidates (``candidates``)
+    candidates: int = 256  # candidates drawn in the trust region per proposal
+    # TuRBO's initial side of the trust region on the unit cube (kept fixed: a study's
+    # ten to twenty model proposals would leave it near its start)
+    region: float = 0.8
+    region_lengths: tuple[float, float] = (0.005, 2.0)  # TuRBO's bounds on the weights
+    region_flip: float = 0.1  # a categorical flag takes a random value in the region
+    around: int = 16  # moves around each front point per proposal
+    move_share: float = 0.4  # a numeric flag moves in a move around a front point
+    move_step: float = 0.1  # the sd of its step on the unit cube: a local move
+    move_flip: float = 0.1  # a categorical flag takes a random value in such a move
+    near: float = 0.005  # unit-cube distance within which a configuration was asked
+    same: float = 1e-9  # unit-cube distance of one value (a categorical's, a box's corner)
+    # -- acquisition (``acquisition``)
+    draws: int = 32  # posterior samples per candidate
+    ends: int = 3  # one model proposal in this many pushes an end of the front
+    tie: float = 0.01  # relative differences below this are ties, without a measured spread
+    nudge: float = 1e-6  # the posterior spread's weight when the odds of feasibility choose
+
+    @classmethod
+    def for_study(cls, spec, space=None) -> "FrontSettings":
+        """The settings of a study spec; ``space``: its ``SearchSpace`` (built when not
+        given), whose rules repair each candidate before it is scored."""
+        space = space or build_space(spec)
+        dists = space.distributions()
+
+        def repaired(params: dict) -> dict | None:
+            fixed = repair(space, space.complete(params))
+            if fixed.infeasible:
+                return None
+            out = {n: clip(d, fixed.flags[n]) for n, d in dists.items() if n in fixed.flags}
+            return out if None not in out.values() and len(out) == len(dists) else None
+        modes = tuple(n for n in dists if (p := space.param(n)) is not None and p.mode)
+        return cls(study_rule(spec), tuple(o.metric for o in spec.objectives), repair=repaired,
+                   cells=modes)
