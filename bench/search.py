@@ -35,7 +35,7 @@ from search_slo import slo_view  # noqa: E402
 from search_truth import (GRID_AXES, HELD_OUT, PROFILES, RULE_SETS, Truth,  # noqa: E402
                           default_outcome, front_volume, grid_flags, load_profile,
                           model_version, point, whole_front_reference)
-from tuner.search import PLANS, SearchPlan  # noqa: E402
+from contenders.plan import PLANS, SearchPlan  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -64,7 +64,7 @@ CONTENDERS: tuple[Contender, ...] = (
               note="4 parallel workers (Kriging believer)"),
 )
 
-# The contender whose plan is the study's default (tuner.search.PLANS["auto"])
+# The contender whose plan is the study's default (contenders.plan.PLANS["auto"])
 DEFAULT = next(c.name for c in CONTENDERS if c.plan == PLANS["auto"])
 
 _TRUTHS: dict[str, Truth] = {}

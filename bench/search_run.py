@@ -25,7 +25,8 @@ from search_slo import meets_slos
 from search_truth import Profile, Truth, point
 from tuner.runner.proposal import Proposal, propose
 from tuner import optuna_adapter
-from tuner.search import FrontSettings, SearchPlan, warm_start
+from contenders.plan import SearchPlan
+from tuner.search import FrontSettings, warm_start
 from tuner.search.front import MOVE
 from tuner.trials import queries, record
 from tuner.trials.record import TrialRecord

@@ -13,7 +13,7 @@ from search_report import curve, reach, repeats  # noqa: E402
 from search_run import Contender, run_one  # noqa: E402
 from search_truth import load_profile  # noqa: E402
 
-from tuner.search import SearchPlan  # noqa: E402
+from contenders.plan import SearchPlan  # noqa: E402
 
 
 class StandIn:

@@ -1,16 +1,22 @@
-"""tuner.search: plans, warm start, and the sampler choice (no simulator involved)."""
+"""tuner.search: warm start and the sampler choice (no simulator involved); the
+benchmark's plans (bench/contenders/plan.py) build the study's sampler."""
 
+import subprocess
 import sys
 import types
+from pathlib import Path
 
 import optuna
 import pytest
 
-from tuner.errors import SamplerUnavailable
-from tuner.search import PLANS, SearchPlan, warm_start
-from tuner.search.sampler import AUTO, make_sampler, resolve
-from tuner.space import baselines, build_space
-from tuner.storage import load_study_file
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+
+from contenders.plan import PLANS, SearchPlan  # noqa: E402
+from tuner.errors import SamplerUnavailable  # noqa: E402
+from tuner.search import warm_start  # noqa: E402
+from tuner.search.sampler import AUTO, make_sampler, resolve  # noqa: E402
+from tuner.space import baselines, build_space  # noqa: E402
+from tuner.storage import load_study_file  # noqa: E402
 
 
 def test_auto_is_a_known_sampler_and_the_auto_plan_uses_it():
@@ -69,3 +75,16 @@ def test_a_study_file_accepts_exactly_the_samplers_make_sampler_knows():
 
     accepted = set(get_args(SearchSection.model_fields["sampler"].annotation))
     assert accepted == {"auto", *NAMES}
+
+
+
+@pytest.mark.parametrize("modules, never", [
+    ("tuner.search, tuner.search.front", ("tuner.sim", "tuner.runner", "tuner.study")),
+    ("tuner.search.sampler", ("tuner.sim", "tuner.runner")),  # the study's default objectives
+])
+def test_the_search_code_does_not_import_the_simulator_the_runner_or_storage(modules, never):
+    code = (f"import sys, {modules}; "
+            f"print(sorted(m for m in sys.modules if m.startswith({never!r})))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.strip()
+    assert out == "[]"

@@ -1,18 +1,14 @@
-"""Search-side choices that the benchmark measured (``make bench-search``): how a study
-asks for configurations, apart from which sampler it uses.
+"""How a study asks for configurations: the default sampler and the choice of another.
 
-    plan = PLANS["auto"]                         # the default: what won the benchmark
-    sampler = plan.sampler_for(seed)
     warm_start(study, space)                     # the default + the article's launches first
-    FrontSampler(FrontSettings.for_study(spec))  # probes, then EHVI under a GP (the default)
-    LocalSampler(base, seed)                     # the previous default: pattern moves
+    FrontSampler(FrontSettings.for_study(spec))  # probes, then EHVI under GPs (the default)
+    make_sampler(name, seed, front=settings)     # tuner.search.sampler: the study's choice
 
-Nothing here imports the simulator: the search learns from told trials only.
+Nothing here imports the simulator, the runner or storage: the search learns from told
+trials only. Samplers kept only to compare against live in bench/contenders/.
 """
 
 from tuner.search.front import FrontSampler, FrontSettings
-from tuner.search.local import LocalSampler
-from tuner.search.plan import PLANS, SearchPlan
 from tuner.search.warm import warm_start
 
-__all__ = ["PLANS", "FrontSampler", "FrontSettings", "LocalSampler", "SearchPlan", "warm_start"]
+__all__ = ["FrontSampler", "FrontSettings", "warm_start"]

@@ -14,12 +14,11 @@ import optuna
 
 from tuner.errors import SamplerUnavailable, UsageError
 from tuner.search.front import OBJECTIVES, FrontSampler, FrontSettings
-from tuner.search.local import LocalSampler
 from tuner.spec.study import DEFAULT_OBJECTIVES
 from tuner.trials.reference import rule_for
 
 AUTO = "front"
-NAMES = ("front", "tpe", "local", "gp", "botorch", "nsga2", "random")
+NAMES = ("front", "tpe", "gp", "botorch", "nsga2", "random")
 
 
 # The optional packages a sampler imports when it is built: (module, what pip installs).
@@ -68,13 +67,10 @@ def make_sampler(name: str, seed: int | None, n_startup_trials: int = 8, *,
             front = FrontSettings(rule_for(DEFAULT_OBJECTIVES, {}, {}, [0.0, 1000.0]),
                                   tuple(o.metric for o in DEFAULT_OBJECTIVES))
         return FrontSampler(front, seed=seed)
-    if name in ("tpe", "local"):
-        tpe = optuna.samplers.TPESampler(seed=seed, multivariate=True, group=True,
-                                         constant_liar=constant_liar,
-                                         n_startup_trials=n_startup_trials)
-        if name == "tpe":
-            return tpe
-        return LocalSampler(tpe, seed=seed)
+    if name == "tpe":
+        return optuna.samplers.TPESampler(seed=seed, multivariate=True, group=True,
+                                          constant_liar=constant_liar,
+                                          n_startup_trials=n_startup_trials)
     require(name)
     if name == "gp":
         # reads the trials' constraints (set_constraint) itself; the space's log scales

@@ -162,7 +162,7 @@ class AccuracySection(_Section):
 
 
 class SearchSection(_Section):
-    sampler: Literal["auto", "front", "local", "tpe", "gp", "botorch", "nsga2", "random"] = "auto"
+    sampler: Literal["auto", "front", "tpe", "gp", "botorch", "nsga2", "random"] = "auto"
     n_trials: int = Field(20, ge=1, le=MAX_TRIALS)
     seed: int | None = Field(0, ge=0, le=MAX_SEED)
     baselines: bool = True

@@ -18,7 +18,7 @@ import optuna
 from optuna.distributions import BaseDistribution, CategoricalDistribution
 from optuna.trial import FrozenTrial
 
-from tuner.search.steps import (LOG_FACTORS, NEAR, apply_step, big, clip, halved, movable,
+from contenders.steps import (LOG_FACTORS, NEAR, apply_step, big, clip, halved, movable,
                                 probe_key, random_step)
 from tuner.trials.hypervolume import hypervolume
 from tuner.trials.pareto import nondominated
@@ -44,7 +44,7 @@ def pareto(trials: Sequence[FrozenTrial], signs: Sequence[float]) -> list[Frozen
 class LocalSettings:
     """What the local sampler asks of a proposal: the deterministic moves in the order they
     are tried (names of ``Proposer``'s moves), the share of local moves when none applies
-    (else the base sampler proposes), and the probes (``tuner.search.steps.PROBES``)."""
+    (else the base sampler proposes), and the probes (``contenders.steps.PROBES``)."""
 
     order: tuple[str, ...]
     local_share: float

@@ -1,4 +1,5 @@
-"""A search plan: the sampler and the choices around it that the benchmark compares."""
+"""A search plan: the sampler and the choices around it that the benchmark compares
+(``make_sampler``'s names, and ``local``: the previous default, ``contenders.local``)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from dataclasses import dataclass
 
 import optuna
 
+from contenders.local import LocalSampler
 from tuner.search.sampler import AUTO, make_sampler
 
 
@@ -24,13 +26,17 @@ class SearchPlan:
     constant_liar: bool = True
 
     def sampler_for(self, seed: int | None, front=None) -> optuna.samplers.BaseSampler:
-        """``front``: the study's ``FrontSettings`` (the front sampler's score)."""
+        """``front``: the study's ``FrontSettings`` (the front sampler's score); ``local``:
+        the previous default's moves around TPE."""
+        if self.sampler == "local":
+            return LocalSampler(make_sampler("tpe", seed, self.n_startup_trials,
+                                             constant_liar=self.constant_liar), seed=seed)
         return make_sampler(self.sampler, seed, self.n_startup_trials,
                             constant_liar=self.constant_liar, front=front)
 
 
 # What a study does (``tuner study create`` enqueues the baselines; the runner tells
-# constraints; ``auto`` is the front sampler, tuner/search/front.py): docs/search.md.
+# constraints; ``auto`` is the front sampler, tuner/search/front/): docs/search.md.
 PLANS: dict[str, SearchPlan] = {
     "auto": SearchPlan(AUTO, n_startup_trials=8, warm_start=True),
 }

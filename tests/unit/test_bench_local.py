@@ -1,17 +1,20 @@
-"""tuner.search.local: probes around the default, local moves, no repeated configuration."""
+"""bench/contenders/local.py, the previous default kept as a benchmark contender: probes
+around the default, local moves, no repeated configuration."""
 
-import subprocess
 import sys
+from pathlib import Path
 
 import optuna
 import pytest
 
-from tuner.search import warm_start
-from tuner.search.local import MOVE, LocalSampler, pareto
-from tuner.search.sampler import make_sampler
-from tuner.search.steps import LOG_FACTORS, PROBES
-from tuner.space import baselines, build_space
-from tuner.storage import load_study_file
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+
+from contenders.local import MOVE, LocalSampler, pareto  # noqa: E402
+from contenders.plan import SearchPlan  # noqa: E402
+from contenders.steps import LOG_FACTORS, PROBES  # noqa: E402
+from tuner.search import warm_start  # noqa: E402
+from tuner.space import baselines, build_space  # noqa: E402
+from tuner.storage import load_study_file  # noqa: E402
 
 
 @pytest.fixture
@@ -116,16 +119,10 @@ def test_local_moves_start_from_measured_pareto_points_not_refused_ones():
         study.tell(t, [0.0, 1e9])
 
 
-def test_local_is_a_known_sampler_name():
-    assert isinstance(make_sampler("local", 0), LocalSampler)
-
-
-def test_the_search_code_does_not_import_the_simulator():
-    code = ("import sys, tuner.search, tuner.search.local, tuner.search.sampler; "
-            "print(sorted(m for m in sys.modules if m.startswith('tuner.sim')))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True).stdout.strip()
-    assert out == "[]"
+def test_the_local_plan_is_the_local_sampler_around_tpe():
+    sampler = SearchPlan("local", n_startup_trials=5).sampler_for(0)
+    assert isinstance(sampler, LocalSampler)
+    assert isinstance(sampler._base, optuna.samplers.TPESampler)
 
 
 def test_a_move_that_gains_is_repeated_from_where_it_landed():

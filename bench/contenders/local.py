@@ -2,7 +2,7 @@
 
 A study's score is its gain over vLLM's defaults, so the region around the default
 configuration matters most. ``LocalSampler`` proposes the first of these that gives a
-configuration not asked yet (``tuner.search.proposer``; ``LocalSettings.order``):
+configuration not asked yet (``contenders.proposer``; ``LocalSettings.order``):
 
 1. **extend**: a numeric move that gained, repeated from where it landed (the same factor
    on a log scale, the same step on a linear one: a pattern search);
@@ -15,7 +15,7 @@ configuration not asked yet (``tuner.search.proposer``; ``LocalSettings.order``)
 4. **fill**: the midpoint of two neighbours on the front that differ in numbers only,
    the widest gap first, while a point there could add 1% of the hypervolume (the front
    between measured points is a staircase);
-5. **probes**: the tuning guides' moves (``tuner.search.steps.PROBES``): an fp8 KV cache,
+5. **probes**: the tuning guides' moves (``contenders.steps.PROBES``): an fp8 KV cache,
    half and twice the token budget, chunked prefill and prefix caching flipped, fewer
    sequences, an eighth of the budget and of the sequences (the low-latency corner), less
    memory, a larger block. From the default while no trial gains over it; then from the
@@ -52,8 +52,8 @@ from optuna.distributions import BaseDistribution
 from optuna.trial import TrialState
 
 from tuner import optuna_adapter
-from tuner.search.proposer import MOVE, LocalSettings, Proposer, pareto
-from tuner.search.steps import PROBES
+from contenders.proposer import MOVE, LocalSettings, Proposer, pareto
+from contenders.steps import PROBES
 from tuner.trials.queries import started
 
 __all__ = ["LocalSampler", "MOVE", "PROBES", "pareto", "started"]
