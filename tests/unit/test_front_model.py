@@ -5,7 +5,7 @@ import numpy as np
 
 from tuner.search.front.candidates import trust_region
 from tuner.search.front.gp import fit
-from tuner.search.front.model import Objectives, box_cox, fit_power, inverse
+from tuner.search.front.model import Objectives, box_cox, fit_power, inverse, probability
 from tuner.search.front.settings import FrontSettings
 from tuner.trials.reference import rule_for
 
@@ -56,3 +56,14 @@ def test_the_trust_region_moves_a_steep_flag_a_little_and_a_flat_one_far():
     assert 0.8 < np.mean(pts[:, 2] == 0.0) < 1.0  # the categorical mostly kept
     uniform = np.random.default_rng(0).random((2000, 3))  # the candidates drawn before
     assert np.mean(np.abs(uniform[:, 0] - 0.5) <= half) < 0.25
+
+
+def test_the_odds_of_a_value_above_zero_follow_the_data_and_stay_put_when_it_does():
+    X = np.linspace(0.0, 1.0, 9)[:, None]
+    started = np.where(X[:, 0] < 0.5, -1.0, 1.0)  # nothing below the middle starts
+    none = np.zeros((0, 1))
+    odds = probability(X, started, none, SETTINGS.started_noise, None, SETTINGS.sd_floor)
+    low, high = odds(np.array([[0.1], [0.9]]))
+    assert low < 0.2 and high > 0.8
+    always = probability(X, np.ones(9), none, SETTINGS.started_noise, None, SETTINGS.sd_floor)
+    assert always(np.array([[0.1], [0.9]])).tolist() == [1.0, 1.0]

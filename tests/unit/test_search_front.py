@@ -12,8 +12,8 @@ from tuner.trials.reference import rule_for
 from tuner.search import warm_start
 from tuner.search.front import MOVE, PROBES, FrontSampler, FrontSettings, origin
 from tuner.search.front import gp as surrogate
-from tuner.search.front.acquisition import (choose, expected_improvement, improvement,
-                                            joint_draws, posterior_draws)
+from tuner.search.front.acquisition import (expected_improvement, improvement, joint_draws,
+                                            posterior_draws)
 from tuner.search.front.candidates import fresh, unasked
 from tuner.search.front.gp import Encoding, fit, unmoved
 from tuner.search.front.history import history
@@ -231,15 +231,6 @@ def test_the_tie_is_the_spread_of_the_trials_confirmation_runs(space):
     trials = [t for t in study.get_trials(deepcopy=False) if set(dists) <= set(t.params)]
     h = history(SETTINGS, trials, study.directions, dists)
     assert measured_spread(h, SETTINGS) == pytest.approx([0.08, 0.0])
-
-
-def test_with_no_feasible_trial_the_likeliest_feasible_candidate_is_proposed():
-    gain = np.array([100.0, 1.0, 0.0])  # a large box at long odds, a small one, nothing
-    pf = np.array([0.02, 0.5, 0.3])
-    sd = np.zeros(3)
-    assert choose(gain, pf, sd, True, SETTINGS.nudge) == 0  # 2.0 against 0.5
-    assert choose(gain, pf, sd, False, SETTINGS.nudge) == 1  # the likeliest to be feasible
-    assert choose(np.zeros(3), pf, sd, True, SETTINGS.nudge) == 1
 
 
 def _article_space(study_file, rules):
