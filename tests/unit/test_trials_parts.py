@@ -14,7 +14,7 @@ import pytest
 from tuner.loadgen import prometheus
 from tuner.loadgen.benchmark import BenchmarkResult
 from tuner.runner.measure import ServerCrashed, ServerDied, ServerHung
-from tuner.search.binding import unbound_moves
+from tuner.space.unreached import unbound_moves
 from tuner.trials import from_frozen, queries
 from tuner.trials.parts import (Accuracy, Failure, FailureKind, Interval, Repeat,
                                 ServerView, VllmBench, Window)

@@ -2,7 +2,7 @@
 
 Counters are read before and after the run and reported as deltas; the KV-cache usage and
 running-requests gauges are polled during the run and reported as their peaks (a peak well
-under a cap says the cap never bound: the search reads it, ``tuner.search.binding``). A
+under a cap says the cap never bound: the search reads it, ``tuner.space.unreached``). A
 metric the server does not export (or a server without ``/metrics``, or a page past
 ``client.MAX_PAGE_BYTES``) is left out of the result, never an error.
 """

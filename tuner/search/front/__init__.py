@@ -11,7 +11,7 @@ speaks Optuna's protocol, and each mechanism is a module.
     settings      every number it uses, with why (``FrontSettings``)
 
 It learns from the told trials only, never the engine: a trial's engine report counts
-through ``History.echoes`` (``tuner.search.binding``). Each proposal's move, with the
+through ``History.echoes`` (``tuner.space.unreached``). Each proposal's move, with the
 parameters proposed, is kept in the trial's system attribute ``front:move``.
 """
 

@@ -4,7 +4,7 @@
 as run and as the rules will run what is in flight), what was told and measured, what is
 in flight, the proposals other workers hold, the default baseline, and the configurations
 that a measured trial's engine showed would measure alike (``echoes``: a cap it never
-reached, moved; ``tuner.search.binding``) with the box each trial's echoes span
+reached, moved; ``tuner.space.unreached``) with the box each trial's echoes span
 (``boxes``). Nothing after it reads a trial's user attributes again.
 """
 
@@ -19,7 +19,7 @@ import optuna
 from optuna.distributions import BaseDistribution
 from optuna.trial import FrozenTrial, TrialState
 
-from tuner.search.binding import unbound_moves
+from tuner.space.unreached import unbound_moves
 from tuner.search.front.gp import Encoding
 from tuner.search.front.settings import MOVE, STARTS, FrontSettings
 from tuner.space.distributions import clip
@@ -152,7 +152,7 @@ def history(settings: FrontSettings, trials: Sequence[FrozenTrial], directions,
 def _echoes(settings: FrontSettings, enc: Encoding, space, measured
             ) -> list[tuple[int, np.ndarray]]:
     """(index in ``measured``, encoded configuration) for each configuration that a
-    measured trial's engine showed would measure the same (``tuner.search.binding``: a cap
+    measured trial's engine showed would measure the same (``tuner.space.unreached``: a cap
     it never reached, moved), where the space's rules leave it as it is."""
     out = []
     for i, t in enumerate(measured):

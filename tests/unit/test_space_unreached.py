@@ -1,9 +1,9 @@
-"""tuner.search.binding: which caps a trial's engine never reached, from its report."""
+"""tuner.space.unreached: which caps a trial's engine never reached, from its report."""
 
 import pytest
 from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
 
-from tuner.search.binding import unbound_moves
+from tuner.space.unreached import unbound_moves
 
 pytestmark = pytest.mark.unit
 

@@ -1,4 +1,5 @@
-"""Caps a measured trial's engine never reached, from its own report (pure).
+"""Caps a measured trial's engine never reached, from its own report: one hook per flag
+(``HOOKS``), the engine's knowledge kept with the space, not the search (pure).
 
 The load generator reads the server's ``/metrics`` over a run (``TrialRecord.server``,
 ``tuner.loadgen.prometheus``): the peak of running requests, the peak KV-cache usage, the
@@ -22,7 +23,8 @@ A surrogate learns each flag's effect with one length scale over the whole space
 that is steep where it binds (a small cap) then looks uncertain everywhere, also where the
 engine shows it did nothing, and the acquisition spent trials re-measuring a configuration
 with such a flag moved (docs/decisions/0010). ``unbound_moves`` turns the report
-into those configurations, which the sampler counts as measured with the trial's values.
+into those configurations, which the sampler counts as measured with the trial's values
+(``tuner.search.front.history``).
 
 The gauges are polled, so a short peak between polls can be missed: a cap counts as
 unreached only with the peak under ``MARGIN`` of it.
@@ -31,12 +33,12 @@ unreached only with the peak under ``MARGIN`` of it.
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from optuna.distributions import BaseDistribution, CategoricalDistribution
 
-from tuner.space.distributions import movable
 from tuner.space.defaults import CAPTURE_TOP, cudagraph_capture_size
+from tuner.space.distributions import movable
 from tuner.trials.parts import ServerView
 
 SEQS, MEMORY, PREFIX = "max_num_seqs", "gpu_memory_utilization", "enable_prefix_caching"
@@ -59,39 +61,59 @@ def unbound_moves(params: Mapping[str, Any],
     if not server:
         return []
     ran = {**(flags or {}), **params}
-    out: list[dict[str, Any]] = []
+    return [{**params, name: value} for name, hook in HOOKS.items()
+            for value in hook(params, ran, server, space)
+            if value is not None and value != params[name]]
 
-    def move(name: str, value: Any) -> None:
-        if value is not None and value != params[name]:
-            out.append({**params, name: value})
 
+def _seqs(params: Mapping[str, Any], ran: Mapping[str, Any], server: ServerView,
+          space: Mapping[str, BaseDistribution]) -> list[Any]:
+    """Fewer requests ran at once than the cap: any cap from just above the peak to the
+    top where the CUDA graphs still cover the same steps."""
     seqs = _numeric(space, SEQS)
     peak = server.running_peak
     # a gauge polled as 0 over a run that served requests saw nothing (the CPU build's API
     # process can lag its engine by the whole of a short run): it tells no cap
-    if seqs is not None and peak is not None and 1 <= peak < MARGIN * params[SEQS]:
-        # vLLM wants the budget to cover the sequences: the top is the budget where it is
-        # smaller (the trial's budget stays as it ran)
-        graphs = _graph_floor(ran, params[SEQS])
-        if graphs is not None:  # None: the graphs cover other tokens with any other cap
-            top = min(seqs.high, ran.get(BUDGET, seqs.high))
-            if top > params[SEQS]:
-                move(SEQS, top)
-            low = max(seqs.low, math.ceil(peak / MARGIN), graphs)
-            if low < params[SEQS]:
-                move(SEQS, low)
+    if seqs is None or peak is None or not 1 <= peak < MARGIN * params[SEQS]:
+        return []
+    graphs = _graph_floor(ran, params[SEQS])
+    if graphs is None:  # the graphs cover other tokens with any other cap
+        return []
+    # vLLM wants the budget to cover the sequences: the top is the budget where it is
+    # smaller (the trial's budget stays as it ran)
+    top = min(seqs.high, ran.get(BUDGET, seqs.high))
+    low = max(seqs.low, math.ceil(peak / MARGIN), graphs)
+    return [top if top > params[SEQS] else None, low if low < params[SEQS] else None]
+
+
+def _memory(params: Mapping[str, Any], ran: Mapping[str, Any], server: ServerView,
+            space: Mapping[str, BaseDistribution]) -> list[Any]:
+    """No preemption and the KV cache never nearly full: the space's largest share."""
     memory = _numeric(space, MEMORY)
     usage = server.kv_cache_usage_peak
     if (memory is not None and usage is not None and 0 < usage < MARGIN
             and (server.preemptions or 0.0) == 0 and memory.high > params[MEMORY]):
-        move(MEMORY, memory.high)
+        return [memory.high]
+    return []
+
+
+def _prefix(params: Mapping[str, Any], ran: Mapping[str, Any], server: ServerView,
+            space: Mapping[str, BaseDistribution]) -> list[Any]:
+    """Prefix caching on, queried, and nothing found cached: off."""
     prefix = space.get(PREFIX)
     queries, hits = server.prefix_cache_queries or 0.0, server.prefix_cache_hits
     if (isinstance(prefix, CategoricalDistribution) and False in prefix.choices
             and params.get(PREFIX) is True and queries > 0 and hits is not None
             and hits < NO_HITS * queries):
-        move(PREFIX, False)
-    return out
+        return [False]
+    return []
+
+
+Hook = Callable[[Mapping[str, Any], Mapping[str, Any], ServerView,
+                 Mapping[str, BaseDistribution]], list]
+# Each flag's hook: (what the trial ran with in the space's terms, every flag it ran with,
+# its engine's report, the space) -> the values the flag could take and measure the same
+HOOKS: dict[str, Hook] = {SEQS: _seqs, MEMORY: _memory, PREFIX: _prefix}
 
 
 def _graph_floor(ran: Mapping[str, Any], seqs: int) -> int | None:
