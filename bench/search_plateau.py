@@ -21,6 +21,7 @@ than copying them; one worker only.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import statistics
 import sys
 from collections import Counter
@@ -152,7 +153,7 @@ def main(argv=None) -> int:
     ap.add_argument("--noise-free", action="store_true")
     ARGS = ap.parse_args(argv)
     if ARGS.noise_free:
-        surrogate.NOISES = (1e-4,)
+        surrogate.PROCESS = dataclasses.replace(surrogate.PROCESS, noises=(1e-4,))
     records = _wrap()
     profile = load_profile(ARGS.profile, ARGS.rules)
     SEEN["space"] = profile.space.distributions()

@@ -15,7 +15,8 @@ from tuner.search.front import gp as surrogate
 from tuner.search.front.acquisition import (expected_improvement, improvement, joint_draws,
                                             posterior_draws)
 from tuner.search.front.candidates import fresh, unasked
-from tuner.search.front.gp import Encoding, fit, unmoved
+from tuner.search.front.encoding import Encoding
+from tuner.search.front.gp import fit, unmoved
 from tuner.search.front.history import history
 from tuner.search.front.model import Objectives, measured_spread
 from tuner.space import baselines, build_space

@@ -30,6 +30,9 @@ import numpy as np
 from tuner.optuna_adapter import non_dominated_boxes
 from tuner.search.front.model import Objectives
 
+JITTER = 1e-9  # the front's covariance gets this share of its scale: a Cholesky factor exists
+TINY = 1e-12  # the least scale of that covariance, for a front of points the model is sure of
+
 
 def staircase(front: np.ndarray, ref: np.ndarray) -> np.ndarray:
     """The non-dominated points of ``front`` (n x 2) inside ``ref``, by the first
@@ -93,7 +96,7 @@ def joint_draws(mean_f: np.ndarray, cov_ff: np.ndarray, mean_c: np.ndarray,
     draw (a candidate fully correlated with a front point draws that point's value)."""
     if len(mean_f) == 0:
         return np.zeros((len(z_f), 0)), mean_c + np.sqrt(np.maximum(var_c, 0.0)) * z_c
-    jitter = 1e-9 * max(float(np.mean(np.diag(cov_ff))), 1e-12) * np.eye(len(mean_f))
+    jitter = JITTER * max(float(np.mean(np.diag(cov_ff))), TINY) * np.eye(len(mean_f))
     chol = np.linalg.cholesky(cov_ff + jitter)
     front = mean_f + z_f @ chol.T
     w = np.linalg.solve(chol, cov_fc)  # nf x nc: chol^-1 cov_fc

@@ -1,12 +1,11 @@
 """A small Gaussian-process surrogate over an encoded search space (pure numpy).
 
-``Encoding`` maps a configuration to the unit cube: log-scaled numbers on a log scale,
-linear numbers linearly, a categorical as its choice's index over (choices - 1).
-``fit`` learns a Matern-5/2 process with one length scale per dimension and a noise
+The processes work on the unit cube (``tuner.search.front.encoding``). ``fit`` learns a Matern-5/2 process with one length scale per dimension and a noise
 variance (no lower than ``noise_floor``) by maximising the marginal likelihood over a
 small grid, one dimension at a time; ``GP.predict`` gives the posterior mean and standard
 deviation in the data's units, ``GP.covariance`` the posterior covariance between two sets
-of points (for draws of several points at once). A few milliseconds for the tens of trials a study has.
+of points (for draws of several points at once). A few milliseconds for the tens of trials
+a study has.
 
 **Cells.** A categorical flag may change what the other flags mean (without chunked
 prefill the token budget must hold a whole prompt: it is flat past one prompt where a
@@ -15,7 +14,8 @@ chunked budget is steep). One length scale per flag, shared by both sides, canno
 to the shared term one that correlates points of the same cell only, with its own
 length scales: ``(1 - w) k(a, b) + w [cell(a) = cell(b)] k_cell(a, b)`` (the shared and
 cell-specific components of a hierarchical or multi-task process). ``w`` = 0 is the plain
-process, ``w`` = 1 a process per cell; the marginal likelihood chooses (``CELL_SHARES``).
+process, ``w`` = 1 a process per cell; the marginal likelihood chooses
+(``ProcessSettings.cell_shares``).
 
 **Unmoved flags** (``unmoved``). A flag that the data never moved apart from the cells (the
 article's launch and its probes keep its memory share, max-model-len and eager mode, while
@@ -23,7 +23,8 @@ vLLM's default and its probes, the other side of chunked prefill, keep theirs) h
 the data can tell from the mode switch's. Left at its prior length scale, it made every
 candidate that moved it alone look uncertain (docs/decisions/0005-non-chunked-plateau-
 diagnosis.md), and the acquisition spent trials on that spread. It is held inert
-(``INERT``) until a trial moves it within a cell; the mode switch carries the difference.
+(``ProcessSettings.inert``) until a trial moves it within a cell; the mode switch carries the
+difference.
 A flag nothing moved at all is inert the same way (candidates still move it at random, so
 the trials that follow try it).
 """
@@ -32,68 +33,28 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Mapping
 
 import numpy as np
-from optuna.distributions import (BaseDistribution, CategoricalDistribution,
-                                  FloatDistribution, IntDistribution)
-
-LENGTHS = (0.1, 0.2, 0.4, 0.8)  # isotropic length scales tried first (unit cube)
-SCALES = (0.5, 2.0, 4.0, 30.0)  # then each dimension's multiplier (capped at INERT)
-PRIOR_LENGTH, PRIOR_LOG_SD = 1.0, 1.0  # a flag matters little until the data show it does
-NOISES = (1e-4, 1e-3, 1e-2, 0.05, 0.2)  # noise variances tried (standardised data)
-INERT = 30.0  # the length scale of a flag the data never moved on its own (``unmoved``)
-CELL_SHARES = (0.5, 1.0)  # the cell term's share of the prior variance tried (besides 0)
 
 
 @dataclass(frozen=True)
-class Encoding:
-    """The unit-cube coordinates of a space's parameters, in ``names`` order."""
+class ProcessSettings:
+    """Every number of a process's fit, each with why (``PROCESS``: the one in use)."""
 
-    space: Mapping[str, BaseDistribution]
-
-    @property
-    def names(self) -> list[str]:
-        return sorted(self.space)
-
-    def categorical(self) -> np.ndarray:
-        return np.array([isinstance(self.space[n], CategoricalDistribution) for n in self.names])
-
-    def encode(self, params: Mapping[str, Any]) -> np.ndarray:
-        return np.array([_to_unit(self.space[n], params[n]) for n in self.names])
-
-    def decode(self, x: np.ndarray) -> dict[str, Any]:
-        return {n: _from_unit(self.space[n], float(v)) for n, v in zip(self.names, x)}
-
-    def snap(self, x: np.ndarray) -> np.ndarray:
-        """``x`` on the values the space can hold (integers, steps, choices)."""
-        return self.encode(self.decode(np.clip(x, 0.0, 1.0)))
+    lengths: tuple[float, ...] = (0.1, 0.2, 0.4, 0.8)  # isotropic scales tried first (unit cube)
+    scales: tuple[float, ...] = (0.5, 2.0, 4.0, 30.0)  # then each dimension's multiplier
+    prior_length: float = 1.0  # a flag matters little until the data show it does ...
+    prior_log_sd: float = 1.0  # ... by this much on a log scale
+    noises: tuple[float, ...] = (1e-4, 1e-3, 1e-2, 0.05, 0.2)  # variances tried (standardised)
+    inert: float = 30.0  # the length scale of a flag the data never moved on its own
+    cell_shares: tuple[float, ...] = (0.5, 1.0)  # the cell term's prior share tried (and 0)
+    nugget: float = 1e-8  # added to the kernel's diagonal so that its Cholesky factor exists
+    least_variance: float = 1e-12  # the least posterior variance (standardised): sd > 0
+    same: float = 1e-9  # unit-cube distance of one value (a cell's, an unmoved flag's)
+    decimals: int = 9  # a cell's coordinates rounded to this many: one cell, one key
 
 
-def _to_unit(d: BaseDistribution, v: Any) -> float:
-    if isinstance(d, CategoricalDistribution):
-        k = len(d.choices)
-        return d.choices.index(v) / (k - 1) if k > 1 else 0.0
-    lo, hi = float(d.low), float(d.high)
-    if hi <= lo:
-        return 0.0
-    if d.log:
-        return (math.log(v) - math.log(lo)) / (math.log(hi) - math.log(lo))
-    return (float(v) - lo) / (hi - lo)
-
-
-def _from_unit(d: BaseDistribution, u: float) -> Any:
-    u = min(max(u, 0.0), 1.0)
-    if isinstance(d, CategoricalDistribution):
-        return d.choices[int(round(u * (len(d.choices) - 1)))]
-    lo, hi = float(d.low), float(d.high)
-    v = math.exp(math.log(lo) + u * (math.log(hi) - math.log(lo))) if d.log else lo + u * (hi - lo)
-    if isinstance(d, IntDistribution):
-        step = d.step or 1
-        return int(min(max(d.low + round((v - d.low) / step) * step, d.low), d.high))
-    if isinstance(d, FloatDistribution) and d.step:
-        v = d.low + round((v - d.low) / d.step) * d.step
-    return round(min(max(v, lo), hi), 6)
+PROCESS = ProcessSettings()
 
 
 def _matern(a: np.ndarray, b: np.ndarray, lengths: np.ndarray) -> np.ndarray:
@@ -116,17 +77,17 @@ class Kernel:
         k = _matern(a, b, self.lengths)
         if self.share <= 0 or self.cells is None or self.cell_lengths is None:
             return k
-        same = (np.abs(a[:, None, self.cells] - b[None, :, self.cells]) < 1e-9).all(-1)
+        same = (np.abs(a[:, None, self.cells] - b[None, :, self.cells]) < PROCESS.same).all(-1)
         return (1.0 - self.share) * k + self.share * same * _matern(a, b, self.cell_lengths)
 
     def penalty(self) -> float:
         """Minus the log prior of the length scales: the shared ones near the cube's size,
         the cell term's (while it has weight) near the shared ones, so a cell pays for each
         length scale in which it differs."""
-        out = (np.log(self.lengths / PRIOR_LENGTH) ** 2).sum()
+        out = (np.log(self.lengths / PROCESS.prior_length) ** 2).sum()
         if self.share > 0 and self.cell_lengths is not None:
             out += (np.log(self.cell_lengths / self.lengths) ** 2).sum()
-        return 0.5 * float(out) / PRIOR_LOG_SD ** 2
+        return 0.5 * float(out) / PROCESS.prior_log_sd ** 2
 
     def with_lengths(self, lengths: np.ndarray, cell: bool = False) -> "Kernel":
         if cell:
@@ -156,7 +117,7 @@ class GP:
         k = self.kernel(Xs, self.X)
         mu = k @ self.alpha
         v = np.linalg.solve(self.chol, k.T)
-        var = np.maximum(1.0 - (v * v).sum(0), 1e-12)
+        var = np.maximum(1.0 - (v * v).sum(0), PROCESS.least_variance)
         return self.mean + self.scale * mu, self.scale * np.sqrt(var)
 
     def covariance(self, A: np.ndarray, B: np.ndarray) -> np.ndarray:
@@ -193,7 +154,7 @@ class GP:
 def _posterior(X, y, kernel: Kernel, noise, mean, scale) -> tuple[float, GP]:
     """(log marginal likelihood, GP) of standardised ``y`` under the hyperparameters."""
     z = (y - mean) / scale
-    k = kernel(X, X) + (noise + 1e-8) * np.eye(len(X))
+    k = kernel(X, X) + (noise + PROCESS.nugget) * np.eye(len(X))
     try:
         chol = np.linalg.cholesky(k)
     except np.linalg.LinAlgError:
@@ -204,17 +165,20 @@ def _posterior(X, y, kernel: Kernel, noise, mean, scale) -> tuple[float, GP]:
     return float(lml), GP(X, y, kernel, noise, chol, alpha, mean, scale)
 
 
-def fit(X: np.ndarray, y: np.ndarray, noise_floor: float = 1e-4,
+def fit(X: np.ndarray, y: np.ndarray, noise_floor: float | None = None,
         cells: np.ndarray | None = None) -> GP:
     """The process of the best marginal likelihood over the grid (see the module);
-    ``cells``: the dimensions (bool each) whose values make a cell, or None."""
+    ``noise_floor``: the least noise variance in the data's units (default: the least
+    tried); ``cells``: the dimensions (bool each) whose values make a cell, or None."""
+    if noise_floor is None:
+        noise_floor = PROCESS.noises[0]
     mean, scale = float(y.mean()), float(y.std()) or 1.0
-    noises = [max(n, noise_floor / scale ** 2) for n in NOISES]
+    noises = [max(n, noise_floor / scale ** 2) for n in PROCESS.noises]
     inert = unmoved(X, cells)
     best, best_lml = None, -math.inf
-    for length in LENGTHS:
+    for length in PROCESS.lengths:
         for noise in noises:
-            lengths = np.where(inert, INERT, length)
+            lengths = np.where(inert, PROCESS.inert, length)
             lml, gp = _posterior(X, y, Kernel(lengths), noise, mean, scale)
             if lml > best_lml:
                 best, best_lml = gp, lml
@@ -223,10 +187,10 @@ def fit(X: np.ndarray, y: np.ndarray, noise_floor: float = 1e-4,
     if cells is None or not cells.any() or len(_cell_keys(X, cells)) < 2:
         return best
     plain = best
-    for share in CELL_SHARES:  # the noise too: what the plain process took for noise may
+    for share in PROCESS.cell_shares:  # the noise too: what the plain process took for noise may
         start, start_lml = None, -math.inf  # be a difference between the cells
         for noise in noises:
-            k = Kernel(plain.lengths, cells, plain.lengths.copy(), share)  # inert stay INERT
+            k = Kernel(plain.lengths, cells, plain.lengths.copy(), share)  # inert stay inert
             lml, gp = _posterior(X, y, k, noise, mean, scale)
             if lml > start_lml:
                 start, start_lml = gp, lml
@@ -239,21 +203,23 @@ def fit(X: np.ndarray, y: np.ndarray, noise_floor: float = 1e-4,
 
 
 def _cell_keys(X: np.ndarray, cells: np.ndarray) -> set:
-    return {tuple(row) for row in np.round(X[:, cells], 9)}
+    return {tuple(row) for row in np.round(X[:, cells], PROCESS.decimals)}
 
 
 def unmoved(X: np.ndarray, cells: np.ndarray | None = None) -> np.ndarray:
     """The dimensions the data never moved on their own: constant within every cell (with no
     ``cells``, constant), the cells' own dimensions excepted. Nothing can tell their effect
-    from the mode switch's (or from nothing), so they are held inert (``INERT``) until a
-    trial moves one; the mode switch carries the difference."""
+    from the mode switch's (or from nothing), so they are held inert
+    (``ProcessSettings.inert``) until a trial moves one; the mode switch carries the
+    difference."""
     if len(X) == 0:
         return np.zeros(X.shape[1], bool)
     keys = (np.zeros(len(X), int) if cells is None or not cells.any()
-            else np.unique(np.round(X[:, cells], 9), axis=0, return_inverse=True)[1].ravel())
+            else np.unique(np.round(X[:, cells], PROCESS.decimals), axis=0,
+                           return_inverse=True)[1].ravel())
     out = np.ones(X.shape[1], bool)
     for k in np.unique(keys):
-        out &= np.ptp(X[keys == k], axis=0) < 1e-9
+        out &= np.ptp(X[keys == k], axis=0) < PROCESS.same
     if len(np.unique(keys)) > 1:  # the cells' dimensions tell them apart: not inert
         out &= ~cells
     return out
@@ -261,16 +227,17 @@ def unmoved(X: np.ndarray, cells: np.ndarray | None = None) -> np.ndarray:
 
 def _coordinates(X, y, best: GP, best_lml: float, cell: bool,
                  skip: np.ndarray | None = None) -> tuple[GP, float]:
-    """One pass of each dimension's length scale over ``SCALES`` (the cell term's with
-    ``cell``), keeping the best marginal likelihood; ``skip``: dimensions left as they are."""
+    """One pass of each dimension's length scale over ``ProcessSettings.scales`` (the cell
+    term's with ``cell``), keeping the best marginal likelihood; ``skip``: dimensions left
+    as they are."""
     kernel = best.kernel
     lengths = (kernel.cell_lengths if cell else kernel.lengths).copy()
     for dim in range(X.shape[1]):
         if skip is not None and skip[dim]:
             continue
-        for m in SCALES:
+        for m in PROCESS.scales:
             trial = lengths.copy()
-            trial[dim] = min(lengths[dim] * m, INERT)
+            trial[dim] = min(lengths[dim] * m, PROCESS.inert)
             lml, gp = _posterior(X, y, kernel.with_lengths(trial, cell), best.noise,
                                  best.mean, best.scale)
             if lml > best_lml:

@@ -20,7 +20,7 @@ from optuna.distributions import BaseDistribution
 from optuna.trial import FrozenTrial, TrialState
 
 from tuner.space.unreached import unbound_moves
-from tuner.search.front.gp import Encoding
+from tuner.search.front.encoding import Encoding
 from tuner.search.front.settings import MOVE, STARTS, FrontSettings
 from tuner.space.distributions import clip
 from tuner.trials.queries import from_frozen
