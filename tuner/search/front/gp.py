@@ -1,8 +1,9 @@
 """A small Gaussian-process surrogate over an encoded search space (pure numpy).
 
-The processes work on the unit cube (``tuner.search.front.encoding``). ``fit`` learns a Matern-5/2 process with one length scale per dimension and a noise
-variance (no lower than ``noise_floor``) by maximising the marginal likelihood over a
-small grid, one dimension at a time; ``GP.predict`` gives the posterior mean and standard
+The processes work on the unit cube (``tuner.search.front.encoding``). ``fit`` learns a
+Matern-5/2 process with one length scale per dimension and a noise variance (no lower
+than ``noise_floor``) by maximising the marginal likelihood over a small grid, one
+dimension at a time; ``GP.predict`` gives the posterior mean and standard
 deviation in the data's units, ``GP.covariance`` the posterior covariance between two sets
 of points (for draws of several points at once). A few milliseconds for the tens of trials
 a study has.
