@@ -5,7 +5,8 @@ as run and as the rules will run what is in flight), what was told and measured,
 in flight, the proposals other workers hold, the default baseline, and the configurations
 that a measured trial's engine showed would measure alike (``echoes``: a cap it never
 reached, moved; ``tuner.space.unreached``) with the box each trial's echoes span
-(``boxes``). Nothing after it reads a trial's user attributes again.
+(``boxes``). The mechanisms after it read the trials through it; a trial's record is
+read from the frozen trial it holds (``record_of``, ``origin``).
 """
 
 from __future__ import annotations
