@@ -19,6 +19,9 @@ from tuner.trials.reference import rule_for
 
 AUTO = "front"
 NAMES = ("front", "tpe", "gp", "botorch", "nsga2", "random")
+# Without a study's settings, the front sampler's worst values of the default objectives
+# (no throughput, a p99 ITL of a second), its reference before the default has run
+WORST = (0.0, 1000.0)
 
 
 # The optional packages a sampler imports when it is built: (module, what pip installs).
@@ -58,13 +61,13 @@ def make_sampler(name: str, seed: int | None, n_startup_trials: int = 8, *,
     """A sampler that reads the trials' constraints (``trial.set_constraint``); TPE also
     knows about running trials (constant liar) unless ``constant_liar`` is False.
     ``front``: the front sampler's settings (``tuner.search.FrontSettings.for_study``);
-    without them it scores the default objectives (two) against twice the default's latency
-    and half its throughput."""
+    without them it scores the default objectives against a share and a multiple of the
+    default's values (``tuner.trials.reference``), ``WORST`` before the default has run."""
     name = resolve(name)
     warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
     if name == "front":
         if front is None:
-            front = FrontSettings(rule_for(DEFAULT_OBJECTIVES, {}, {}, [0.0, 1000.0]),
+            front = FrontSettings(rule_for(DEFAULT_OBJECTIVES, {}, {}, WORST),
                                   tuple(o.metric for o in DEFAULT_OBJECTIVES))
         return FrontSampler(front, seed=seed)
     if name == "tpe":
