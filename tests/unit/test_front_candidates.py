@@ -13,7 +13,7 @@ from tuner.search.front.candidates import (candidates, fresh, local_moves, onfro
                                            weights)
 from tuner.search.front.history import history
 from tuner.search.front.settings import FrontSettings
-from tuner.study.spec import DEFAULT_OBJECTIVES
+from tuner.spec.study import DEFAULT_OBJECTIVES
 from tuner.testing.told import row, stored
 from tuner.trials.reference import rule_for
 

@@ -12,7 +12,7 @@ from optuna.trial import TrialState
 from tuner.search.front.history import history, moves_of, origin, pending_of
 from tuner.search.front.probes import parents, probe
 from tuner.search.front.settings import PROBES, FrontSettings
-from tuner.study.spec import DEFAULT_OBJECTIVES
+from tuner.spec.study import DEFAULT_OBJECTIVES
 from tuner.testing.told import row, stored
 from tuner.trials.reference import rule_for
 

@@ -78,11 +78,10 @@ def test_a_study_file_accepts_exactly_the_samplers_make_sampler_knows():
 
 
 
-@pytest.mark.parametrize("modules, never", [
-    ("tuner.search, tuner.search.front", ("tuner.sim", "tuner.runner", "tuner.study")),
-    ("tuner.search.sampler", ("tuner.sim", "tuner.runner")),  # the study's default objectives
-])
-def test_the_search_code_does_not_import_the_simulator_the_runner_or_storage(modules, never):
+@pytest.mark.parametrize("modules", ["tuner.search", "tuner.search.front",
+                                     "tuner.search.sampler"])
+def test_the_search_code_does_not_import_the_simulator_the_runner_or_storage(modules):
+    never = ("tuner.sim", "tuner.runner", "tuner.engine", "tuner.storage")
     code = (f"import sys, {modules}; "
             f"print(sorted(m for m in sys.modules if m.startswith({never!r})))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
