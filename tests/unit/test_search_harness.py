@@ -154,3 +154,16 @@ def test_a_variant_is_compared_seed_by_seed_with_an_interval():
     d, low, high, n = paired_interval(base, noisy)
     assert low < 0 < high and n == 10  # seeds moving both ways: inside the spread
     assert paired_interval(base, {20: 1.0})[3] == 0  # no seed in common
+
+
+def test_two_runs_are_the_same_when_every_point_is_whatever_the_timings():
+    from search_same import differences
+
+    run = {"profile": "p", "rules": "r", "contender": "front", "seed": 0,
+           "points": [[100.0, 20.0], None], "outcomes": ["measured", "infeasible"],
+           "wall_s": 1.0, "ask_ms": [3.0]}
+    slower = dict(run, wall_s=9.0, ask_ms=[7.0])
+    moved = dict(run, points=[[100.0, 21.0], None])
+    assert differences({"runs": [run]}, {"runs": [slower]}) == []
+    assert differences({"runs": [run]}, {"runs": [moved]}) == ["p/r/front/0: points differ"]
+    assert differences({"runs": [run]}, {"runs": []}) == ["p/r/front/0: only in the first"]
