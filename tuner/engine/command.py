@@ -28,6 +28,11 @@ VLLM_MODULE = "vllm.entrypoints.openai.api_server"
 CACHE_VARS = {"VLLM_CACHE_ROOT": "vllm", "TORCHINDUCTOR_CACHE_DIR": "inductor",
               "TRITON_CACHE_DIR": "triton"}
 
+# A pre-imported start (engine.start) also forks vLLM's engine core instead of spawning
+# it: a spawned engine core imports torch and vLLM again, 26 s of an H100 start that fork
+# takes to 2 s (results/h100/start-profile/, docs/starts.md). The study's engine.env wins.
+PREIMPORTED_ENV = {"VLLM_WORKER_MULTIPROC_METHOD": "fork"}
+
 # What an engine process inherits from the worker: what a shell, Python, CUDA, NCCL,
 # PyTorch, Triton, the BLAS libraries, Hugging Face's cache and vLLM itself read. Nothing
 # else: the storage URL (TUNER_STORAGE*), cloud and database credentials stay with the
@@ -92,15 +97,16 @@ def launch(spec: StudySpec, flags: Mapping[str, Any], port: int, gpus: Sequence[
            inherited: Mapping[str, str] | None = None) -> Launch:
     """The argv (a list, never a shell string) and environment of one server.
 
-    With ``cache_root``, a vLLM server keeps its compile caches there (``cache_env``); the
-    study's own engine.env wins over both."""
+    With ``cache_root``, a vLLM server keeps its compile caches there (``cache_env``); a
+    pre-imported one gets ``PREIMPORTED_ENV``; the study's own engine.env wins over both."""
     argv = program(spec) + [
         "--model", spec.model.path, "--served-model-name", served_name(spec),
         "--host", host, "--port", str(port), "--dtype", spec.model.dtype,
         *spec.engine.extra_args, *flags_argv(flags)]
     tp = int(flags.get("tensor_parallel_size", spec.model.tensor_parallel_size))
-    caches = (cache_env(cache_root, inherited or {})
-              if cache_root is not None and spec.engine.kind == "vllm" else {})
-    env = {**caches, **spec.engine.env,
+    vllm = spec.engine.kind == "vllm"
+    caches = cache_env(cache_root, inherited or {}) if cache_root is not None and vllm else {}
+    fork = PREIMPORTED_ENV if vllm and spec.engine.start == "preimported" else {}
+    env = {**fork, **caches, **spec.engine.env,
            "CUDA_VISIBLE_DEVICES": ",".join(str(g) for g in gpus[:max(tp, 1)])}
     return Launch(tuple(argv), env)

@@ -1,10 +1,22 @@
 """Walking the process tree through /proc: to stop everything a server started, and for
-tests to prove that nothing was left behind."""
+tests to prove that nothing was left behind; and tying a child's life to its parent's."""
 
 from __future__ import annotations
 
+import ctypes
 import os
+import signal
+import sys
 from pathlib import Path
+
+PR_SET_PDEATHSIG = 1
+
+
+def terminate_with_parent() -> None:
+    """In a child (``preexec_fn``): get SIGTERM when the parent dies, even by SIGKILL, so
+    that a killed worker leaves no server behind (the server then stops its own children)."""
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 def _ppid_map() -> dict[int, int]:

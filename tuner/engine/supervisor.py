@@ -4,41 +4,59 @@ sends SIGTERM, waits a grace period, then SIGKILLs whatever is left of the group
 
 from __future__ import annotations
 
-import ctypes
 import os
 import signal
 import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
 from pathlib import Path
+from typing import Callable, Mapping, Protocol, Sequence
 
 from tuner.errors import EngineExitedError, EngineTimeoutError
 from tuner.engine import logparse, proctree
 from tuner.engine.command import Launch, engine_environment
 
 
-PR_SET_PDEATHSIG = 1
 # After SIGKILL: how long to wait for the process (and then its group) to be gone; only a
 # process stuck in the kernel (D state) takes longer, and then it is left behind.
 KILLED_WAIT_S = 10
 
 
-def _terminate_with_parent() -> None:
-    """In the child: get SIGTERM when the worker dies, even by SIGKILL, so that a killed
-    worker leaves no server behind (the server then stops its own children)."""
-    if sys.platform.startswith("linux"):
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+class Process(Protocol):
+    """A started server: the leader of its own process group (``subprocess.Popen`` is one)."""
+
+    pid: int
+
+    def poll(self) -> int | None:
+        """The exit code once it exited (negative: the signal that killed it), else None."""
+
+    def wait(self, timeout: float | None = None) -> int:
+        """The exit code; raises ``subprocess.TimeoutExpired`` after ``timeout`` s."""
+
+
+# argv, the whole environment, the log file (opened for appending) -> the started process
+Starter = Callable[[Sequence[str], Mapping[str, str], Path], Process]
+
+
+def plain_start(argv: Sequence[str], env: Mapping[str, str], log_path: Path) -> subprocess.Popen:
+    """Spawn ``argv`` in a new session, stdin from /dev/null, stdout and stderr to the log."""
+    with open(log_path, "ab") as log:
+        return subprocess.Popen(
+            list(argv), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+            env=dict(env), start_new_session=True, preexec_fn=proctree.terminate_with_parent)
 
 
 class Server:
     """A server process started from a ``Launch``; use as a context manager."""
 
-    def __init__(self, launch: Launch, port: int, log_path: Path) -> None:
+    def __init__(self, launch: Launch, port: int, log_path: Path,
+                 starter: Starter = plain_start) -> None:
         self.launch, self.port, self.log_path = launch, port, log_path
-        self.proc: subprocess.Popen | None = None
+        self.starter = starter
+        self.proc: Process | None = None
         self.pgid: int | None = None
+        self.started_at: float | None = None
 
     @property
     def url(self) -> str:
@@ -48,11 +66,9 @@ class Server:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log_path, "ab") as log:
             log.write(("$ " + " ".join(self.launch.argv) + "\n").encode())
-            log.flush()
-            self.proc = subprocess.Popen(
-                list(self.launch.argv), stdin=subprocess.DEVNULL, stdout=log,
-                stderr=subprocess.STDOUT, env=engine_environment(os.environ, self.launch),
-                start_new_session=True, preexec_fn=_terminate_with_parent)
+        self.started_at = time.monotonic()
+        self.proc = self.starter(self.launch.argv, engine_environment(os.environ, self.launch),
+                                 self.log_path)
         self.pgid = self.proc.pid
 
     def __enter__(self) -> "Server":
@@ -79,8 +95,9 @@ class Server:
             return False
 
     def wait_healthy(self, timeout_s: float, poll_s: float = 0.25) -> float:
-        """Seconds until /health answered 200; raises EngineExitedError / EngineTimeoutError."""
-        start = time.monotonic()
+        """Seconds from ``start()`` until /health answered 200 (a starter that waits, e.g. for
+        its supervisor's imports, counts); raises EngineExitedError / EngineTimeoutError."""
+        start = self.started_at if self.started_at is not None else time.monotonic()
         while True:
             code = self.returncode()
             if code is not None:

@@ -210,6 +210,9 @@ class EngineSection(_Section):
     command: list[str] = Field(default_factory=list)
     env: dict[str, str] = Field(default_factory=dict)
     extra_args: list[str] = Field(default_factory=lambda: ["--load-format", "dummy"])
+    # "preimported": fork each server from a per-slot process that imported vLLM once
+    # (docs/starts.md); "plain": spawn `python -m ...` afresh.
+    start: Literal["plain", "preimported"] = "plain"
     start_timeout_s: float = Field(900.0, gt=0, le=MAX_DURATION_S)
     stop_grace_s: float = Field(20.0, ge=0, le=MAX_DURATION_S)
     # A benchmark that has not finished by then is a hang (the server is stopped).
@@ -264,6 +267,9 @@ class StudySpec(_Section):
             # The simulator reads none, and its server is a Python that would honour them.
             raise ValueError("engine.env is for vLLM only: the simulator (kind = 'sim') "
                              "takes no environment")
+        if self.engine.kind == "sim" and self.engine.start != "plain":
+            raise ValueError("engine.start = 'preimported' is for vLLM only: the simulator "
+                             "(kind = 'sim') always starts plainly")
         return self
 
     @property
