@@ -24,17 +24,17 @@ import argparse
 import json
 import os
 import signal
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
 from tuner.engine import proctree
+from start_profile import healthy  # this folder, first on sys.path when run as a file
 from tuner.engine.forkclient import ForkedProcess, ForkServer
+from tuner.engine.ports import free_port
 
 SERVER = "vllm.entrypoints.openai.api_server"
 BENCH = ["--dataset-name", "random", "--random-input-len", "1024", "--random-output-len",
@@ -43,20 +43,6 @@ BENCH = ["--dataset-name", "random", "--random-input-len", "1024", "--random-out
          "--metric-percentiles", "50,99", "--disable-tqdm"]
 KEPT = ("request_throughput", "output_throughput", "p99_itl_ms", "median_itl_ms",
         "p99_ttft_ms", "median_tpot_ms")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def healthy(port: int) -> bool:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as r:
-            return r.status == 200
-    except OSError:
-        return False
 
 
 def stop(proc) -> None:
