@@ -25,10 +25,11 @@ request, in order.
 its value before the import; null: unset): a trial whose environment differs there must
 not use this process (vLLM reads some settings at import, e.g. ``VLLM_BATCH_INVARIANT``,
 ``VLLM_USE_MODELSCOPE`` and its logger's). ``env_written`` is what the import set (null:
-removed); a child applies it over the trial's environment, as the import would have. ``env_listed`` says the import iterated over the whole environment. The
-supervisor reaps its children on SIGCHLD and keeps their codes; it exits at the socket's
-end of file, and gets SIGTERM when the worker dies (the worker's PDEATHSIG); a child gets
-SIGTERM when the supervisor dies.
+removed); a child applies it over the trial's environment, as the import would have.
+``env_listed`` says the import iterated over the whole environment. The supervisor reaps
+its children on SIGCHLD and keeps their codes; it exits at the socket's end of file, and
+gets SIGTERM when the worker dies (the worker's PDEATHSIG); a child gets SIGTERM when the
+supervisor dies.
 """
 
 from __future__ import annotations
