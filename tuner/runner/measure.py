@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
 from tuner.engine import gpu, logparse, startlog
-from tuner.engine.supervisor import Server
+from tuner.engine.supervisor import Server, Starter, plain_start
 from tuner.errors import EngineError, EngineExitedError
 from tuner.loadgen import run_benchmark
 from tuner.runner import confirm as confirmation
@@ -130,11 +130,13 @@ class Step:
 
 
 def measure(plan: TrialPlan, slot: Slot, base: TrialRecord, phase: Phase,
-            steps: Sequence[Step] = (), log_name: str = "trial") -> TrialRecord:
+            steps: Sequence[Step] = (), log_name: str = "trial",
+            starter: Starter = plain_start) -> TrialRecord:
     """Run one configuration end to end and say what to tell the study: start the plan's
-    server, benchmark it, then each of ``steps`` while the trial stays measured; stop."""
+    server (with ``starter``: a plain process, or a fork of a pre-imported one), benchmark
+    it, then each of ``steps`` while the trial stays measured; stop."""
     launch = plan.engine.launch
-    server = Server(launch, plan.engine.port, slot.logs / f"{log_name}.log")
+    server = Server(launch, plan.engine.port, slot.logs / f"{log_name}.log", starter=starter)
     base = dataclasses.replace(base, command=tuple(launch.argv), engine=plan.engine.kind,
                                gpus=tuple(slot.gpus), log=str(server.log_path))
     phases: dict[str, float] = {}

@@ -9,7 +9,7 @@ import dataclasses
 import os
 from typing import Any, Mapping
 
-from tuner.engine import command
+from tuner.engine import command, preimport
 from tuner.engine.ports import free_port
 from tuner.runner import crosscheck
 from tuner.runner.guard import Guard
@@ -35,7 +35,8 @@ def run(spec: StudySpec, launch_flags: Mapping[str, Any], number: int, slot: Slo
         steps.append(accuracy_step(spec, plan, guard, number))
     if slot.crosscheck:
         steps.append(crosscheck_step(spec, plan))
-    return measure(plan, slot, base, phase, steps, log_name=f"trial-{number:05d}")
+    return measure(plan, slot, base, phase, steps, log_name=f"trial-{number:05d}",
+                   starter=preimport.for_study(spec, slot.logs))
 
 
 def accuracy_step(spec: StudySpec, plan: TrialPlan, guard: Guard, number: int) -> Step:
