@@ -84,3 +84,24 @@ def test_read_only_commands_leave_an_empty_database_without_tables(pg_admin, tmp
             assert sqlalchemy.inspect(engine).get_table_names() == []
         finally:
             engine.dispose()
+
+
+def test_the_dashboard_on_a_storage_without_studies_makes_nothing(pg_admin, tmp_path):
+    """`tuner dashboard` only reads: on a SQLite path with no file, or a PostgreSQL
+    database without tables, it says so in one line and leaves no file or table behind."""
+    from tuner.testing.databases import fresh_postgres
+
+    missing = tmp_path / "none" / "t.db"
+    code, out, err = tuner("dashboard", "--storage", f"sqlite:///{missing}", "--port", "1",
+                           cwd=tmp_path, home=tmp_path)
+    assert code == 2 and len(err) == 1 and "no storage at" in err[0], err
+    assert not missing.exists() and not missing.parent.exists()
+    with fresh_postgres() as url:
+        code, _, err = tuner("dashboard", "--storage", url, "--port", "1", cwd=tmp_path,
+                             home=tmp_path)
+        assert code == 2 and len(err) == 1, err
+        engine = sqlalchemy.create_engine(url)
+        try:
+            assert sqlalchemy.inspect(engine).get_table_names() == []
+        finally:
+            engine.dispose()

@@ -54,7 +54,7 @@ def _dashboard(args: argparse.Namespace) -> int:
                          "address and reach it through SSH (docs/deploy.md), or add "
                          "--unsafe-remote")
     url = resolve_url(args.storage)
-    storage = open_storage(url)
+    storage = open_storage(url, create=False)  # reading: never leave an empty database
     if args.study:
         names = [args.study]
     else:
