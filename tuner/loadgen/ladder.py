@@ -1,0 +1,126 @@
+"""The adaptive load ladder: which open-loop request rate to measure next (pure).
+
+A server's capacity under SLOs is the highest request rate at which every SLO holds. The
+ladder finds it with a few bounded runs: it brackets it (a rate that held and a higher one
+that failed), then bisects the bracket until ``hi / lo - 1 <= tolerance`` or the level
+budget is spent, as SGLang's ``auto_benchmark`` and Vidur-Search bisect the rate (vLLM's
+``auto_tune.sh`` steps down one rate at a time instead).
+
+The saturated throughput of the warm-up (a closed loop at full load, requests/s) seeds it:
+
+- the first level is ``start_rate``, else ``first_share`` x the saturated throughput;
+- while every level held, the next doubles the highest, capped at the saturated
+  throughput (an open loop above it only grows its queue); once a level at or near the
+  saturated throughput held, the ladder stops there: capacity is that level, never a rate
+  above the highest measured one;
+- while every level failed, the next halves the lowest; if the budget ends so, the
+  capacity is 0;
+- with a bracket, the next is its geometric mean (rates span orders of magnitude).
+
+With the default ``first_share`` of 1/2, a capacity between a quarter of the saturated
+throughput and all of it is bracketed in two levels and narrowed from a factor of 2 to
+within 5 % in four more: six levels.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from tuner.errors import UsageError
+
+
+class Verdict(str, enum.Enum):
+    """Why the ladder stopped, or that it has not; equal to its text."""
+
+    RUNNING = "running"          # more levels to measure
+    BRACKETED = "bracketed"      # hi / lo - 1 <= tolerance
+    SATURATED = "saturated"      # held up to the saturated throughput (or start above it)
+    NONE_HELD = "none-held"      # the budget ended with no level held: capacity 0
+    BUDGET = "budget"            # the budget ended before the bracket was narrow enough
+
+    __str__ = str.__str__
+    __format__ = str.__format__
+
+
+@dataclass(frozen=True)
+class LadderPlan:
+    """How a ladder searches: relative ``tolerance`` of the bracket, at most ``max_levels``
+    measured levels, the first rate (``start_rate`` requests/s, else ``first_share`` of the
+    warm-up's saturated throughput) and the factor ``step`` by which it moves before it has
+    a bracket."""
+
+    tolerance: float = 0.05
+    max_levels: int = 6
+    start_rate: float | None = None
+    first_share: float = 0.5
+    step: float = 2.0
+
+    def __post_init__(self) -> None:
+        if not 0 < self.tolerance < 1:
+            raise UsageError(f"ladder tolerance {self.tolerance} must lie in (0, 1)")
+        if self.max_levels < 1:
+            raise UsageError(f"ladder max_levels {self.max_levels} must be at least 1")
+        if self.start_rate is not None and not 0 < self.start_rate < math.inf:
+            raise UsageError(f"ladder start_rate {self.start_rate} must be a positive rate")
+        if not 0 < self.first_share <= 1:
+            raise UsageError(f"ladder first_share {self.first_share} must lie in (0, 1]")
+        if not self.step > 1:
+            raise UsageError(f"ladder step {self.step} must be above 1")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """Where the ladder stands: ``capacity`` (the highest level that held; 0 when none did),
+    the bracket's ``lo`` (= capacity, None when none held) and ``hi`` (the lowest failed
+    level above it; None when none), and ``verdict``."""
+
+    capacity: float
+    lo: float | None
+    hi: float | None
+    verdict: Verdict
+
+
+def assess(levels: Mapping[float, bool], saturated: float | None,
+           plan: LadderPlan = LadderPlan()) -> Outcome:
+    """The outcome of the ``levels`` measured so far (offered rate -> whether every SLO
+    held), given the warm-up's ``saturated`` throughput (requests/s; None when unknown)."""
+    held = [r for r, ok in levels.items() if ok]
+    lo = max(held) if held else None
+    above = [r for r, ok in levels.items() if not ok and (lo is None or r > lo)]
+    hi = min(above) if above else None
+    if lo is not None and hi is not None and hi / lo - 1 <= plan.tolerance:
+        verdict = Verdict.BRACKETED
+    elif lo is not None and hi is None and saturated is not None and (
+            lo >= saturated * (1 - plan.tolerance)):
+        verdict = Verdict.SATURATED
+    elif len(levels) >= plan.max_levels:
+        verdict = Verdict.NONE_HELD if lo is None else Verdict.BUDGET
+    else:
+        verdict = Verdict.RUNNING
+    return Outcome(lo or 0.0, lo, hi, verdict)
+
+
+def next_rate(levels: Mapping[float, bool], saturated: float | None,
+              plan: LadderPlan = LadderPlan()) -> float | None:
+    """The next rate to measure (requests/s), or None when the ladder is done (``assess``
+    says why). A ValueError when there is neither a ``start_rate`` nor a positive
+    ``saturated`` throughput to begin from."""
+    if not levels:
+        if plan.start_rate is not None:
+            return plan.start_rate
+        if saturated is None or not saturated > 0:
+            raise ValueError("a ladder needs a start_rate or a positive saturated throughput "
+                             f"from its warm-up, not {saturated!r}")
+        return saturated * plan.first_share
+    out = assess(levels, saturated, plan)
+    if out.verdict is not Verdict.RUNNING:
+        return None
+    if out.lo is not None and out.hi is not None:
+        return math.sqrt(out.lo * out.hi)
+    if out.lo is not None:
+        up = out.lo * plan.step
+        return up if saturated is None else min(up, saturated)
+    return min(levels) / plan.step
