@@ -30,7 +30,7 @@ attributes on the way (phases, the cross-check). The outcomes (``Outcome``):
 ``stopped``    the user stopped the worker: FAIL with ``stopped`` = true; enqueued again.
 
 The parts that are JSON objects (``server``, ``client``, ``window``, ``start_phases``,
-``failure``, ``accuracy``, ``vllm_bench``, each of ``repeats``) are typed
+``failure``, ``accuracy``, ``vllm_bench``, ``curve``, each of ``repeats``) are typed
 (``tuner.trials.parts``): a record built with a mapping for one reads it as its part, and
 each is stored as it was (its ``to_json``).
 
@@ -50,6 +50,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from tuner.numerics import lossy_flags
+from tuner.trials.curve import Curve
 from tuner.trials.scoring import Scoring
 from tuner.trials.parts import (Accuracy, ClientView, Failure, Part, Repeat, ServerView,
                                 StartPhases, VllmBench, Window)
@@ -165,6 +166,7 @@ class TrialRecord:
     repeats: tuple[Repeat, ...] = ()
     spread: Mapping[str, Spread] = field(default_factory=dict)
     accuracy: Accuracy | None = None        # the accuracy guard: role, figures, verdict
+    curve: Curve | None = None              # the load ladder's levels (tuner/trials/curve.py)
     extra: Mapping[str, Any] = field(default_factory=dict)  # attributes this version does
     #                                                         not know, kept as they are
 
@@ -270,6 +272,7 @@ _READ: dict[str, Callable[[Any], Any]] = {
 PARTS: dict[str, type[Part]] = {
     "server": ServerView, "client": ClientView, "start_phases": StartPhases,
     "failure": Failure, "vllm_bench": VllmBench, "window": Window, "accuracy": Accuracy,
+    "curve": Curve,
 }
 
 _ATTR_FIELDS = tuple(f for f in dataclasses.fields(TrialRecord)

@@ -1,0 +1,118 @@
+"""A server's latency-vs-load curve: the levels of its load ladder and what they imply.
+
+Each ``Level`` is one bounded open-loop run at an offered request rate; the ``Curve`` holds
+them with the warm-up's saturated throughput and answers, from the measurements only:
+
+- ``capacity_rps``: the highest offered rate whose level held (every SLO met); 0 when
+  none held; None with no level;
+- ``capacity_output_throughput``: the output throughput (tok/s) measured at that level;
+- ``at(metric, rate)``: a level figure at a reference rate, interpolated linearly between
+  the two measured levels that bracket it; None outside the measured range (the curve is
+  never extrapolated).
+
+Goodput is ``vllm bench serve --goodput``'s ``request_goodput``: requests per second that
+met every per-request objective (``tuner.loadgen.metrics.meets_slo``). SLO attainment is
+the share of the level's requests (failed ones included) that met them. Both are parts
+(``tuner.trials.parts``): stored as JSON objects, unknown keys kept, so an older or newer
+tuner's curve reads and writes back as it was. All times are the server's (simulated time
+on a simulator).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tuner.trials.parts import Part
+
+# The figures of a level that ``Curve.at`` interpolates.
+LEVEL_FIGURES = ("achieved_rps", "output_throughput", "p50_ttft_ms", "p99_ttft_ms",
+                 "p50_itl_ms", "p99_itl_ms", "slo_attainment", "goodput_rps")
+
+
+@dataclass(frozen=True)
+class Level(Part):
+    """One rung of the ladder: the ``offered_rps`` of its arrivals and what the server did.
+    ``held``: every study SLO held over the run (and the run was a valid measurement;
+    ``invalid_reason`` says why not)."""
+
+    offered_rps: float | None = None
+    achieved_rps: float | None = None           # completed requests / run duration
+    output_throughput: float | None = None      # tok/s
+    p50_ttft_ms: float | None = None
+    p99_ttft_ms: float | None = None
+    p50_itl_ms: float | None = None
+    p99_itl_ms: float | None = None
+    slo_attainment: float | None = None         # share of requests meeting every SLO
+    goodput_rps: float | None = None            # vLLM's request_goodput
+    held: bool | None = None
+    requests: int | None = None
+    failed: int | None = None
+    invalid_reason: str | None = None
+
+
+def _levels(value: Sequence[Mapping[str, Any]]) -> tuple[Level, ...]:
+    return tuple(Level.from_json(v) for v in value)
+
+
+@dataclass(frozen=True)
+class Curve(Part):
+    """A ladder's levels in the order measured, the warm-up's ``saturated_rps``, the
+    ladder's ``tolerance`` and why it stopped (``verdict``, ``tuner.loadgen.ladder``)."""
+
+    levels: tuple[Level, ...] = field(default=(), metadata={"read": _levels})
+    saturated_rps: float | None = None
+    tolerance: float | None = None
+    verdict: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "levels", tuple(Level.of(v) for v in self.levels))
+
+    def to_json(self) -> dict[str, Any]:
+        out = super().to_json()
+        if "levels" not in self.extra:  # a stored null stays null
+            out["levels"] = [lv.to_json() for lv in self.levels]
+        return out
+
+    @property
+    def measured(self) -> tuple[Level, ...]:
+        """The levels with an offered rate, by offered rate."""
+        return tuple(sorted((lv for lv in self.levels if lv.offered_rps is not None),
+                            key=lambda lv: lv.offered_rps))
+
+    @property
+    def capacity_level(self) -> Level | None:
+        held = [lv for lv in self.measured if lv.held]
+        return held[-1] if held else None
+
+    @property
+    def capacity_rps(self) -> float | None:
+        if not self.measured:
+            return None
+        level = self.capacity_level
+        return 0.0 if level is None else level.offered_rps
+
+    @property
+    def capacity_output_throughput(self) -> float | None:
+        level = self.capacity_level
+        if level is None:
+            return 0.0 if self.measured else None
+        return level.output_throughput
+
+    def at(self, metric: str, rate: float) -> float | None:
+        """``metric`` (one of ``LEVEL_FIGURES``) at offered ``rate``, interpolated between
+        the measured levels that bracket it; None outside them or where one lacks it."""
+        if metric not in LEVEL_FIGURES:
+            raise ValueError(f"no level figure {metric!r}: use one of {LEVEL_FIGURES}")
+        levels = self.measured
+        for a, b in zip(levels, levels[1:] or levels):
+            lo, hi = a.offered_rps, b.offered_rps
+            if lo <= rate <= hi:
+                va, vb = getattr(a, metric), getattr(b, metric)
+                if va is None or vb is None:
+                    return None
+                if hi == lo:
+                    return float(va)
+                return float(va + (vb - va) * (rate - lo) / (hi - lo))
+        return None
