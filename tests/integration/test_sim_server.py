@@ -8,7 +8,6 @@ import contextlib
 import json
 import os
 import re
-import signal
 import socket
 import subprocess
 import sys
@@ -21,11 +20,9 @@ import pytest
 
 from tuner.loadgen import LoadSpec, WorkloadSpec, run_benchmark
 from tuner.loadgen.trace import read_trace
+from tuner.testing.sim_server import LLAMA3_8B, free_port, stop
 
 pytestmark = pytest.mark.integration
-LLAMA3_8B = {"architectures": ["LlamaForCausalLM"], "hidden_size": 4096, "num_hidden_layers": 32,
-             "num_attention_heads": 32, "num_key_value_heads": 8, "intermediate_size": 14336,
-             "vocab_size": 128256, "max_position_embeddings": 8192, "torch_dtype": "bfloat16"}
 TIME_SCALE = 1.0
 SYNTHETIC = Path(__file__).resolve().parents[2] / "examples" / "traces" / "synthetic-mooncake.jsonl"
 
@@ -36,12 +33,6 @@ def model_dir(tmp_path_factory) -> Path:
     d.mkdir()
     (d / "config.json").write_text(json.dumps(LLAMA3_8B))
     return d
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def command(model_dir: Path, *flags: str, cli: bool = False) -> list[str]:
@@ -69,12 +60,7 @@ def server(model_dir: Path, *flags: str, time_scale: float = TIME_SCALE):
             time.sleep(0.05)
         yield url, proc
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc)
 
 
 async def _get(url: str) -> tuple[int, str, dict]:

@@ -6,7 +6,8 @@ The layers, lowest first: a package may import only packages of a lower rank (an
       numerics (which flag values are lossy)
     home, trials, loadgen, modelfolder,        1   the trial record is the hub: every layer
       installed (the engine's own answer)          above reads it, it reads none of them
-    spec, space, sim                           2   the study file's schema; the flag space
+    spec, space, sim, capacity                 2   the study file's schema; the flag space;
+                                                   a load ladder run into a trial's curve
     storage, engine                            3   stored studies; the engine's processes
     search, accuracy                           4   samplers, warm start; the accuracy
                                                    guard's rules, figures and client
@@ -36,7 +37,7 @@ RANK = {
     "__init__": 0, "errors": 0, "optuna_adapter": 0, "settings": 0, "limits": 0,
     "numerics": 0,
     "home": 1, "trials": 1, "loadgen": 1, "modelfolder": 1, "installed": 1,
-    "spec": 2, "space": 2, "sim": 2,
+    "spec": 2, "space": 2, "sim": 2, "capacity": 2,
     "storage": 3, "engine": 3,
     "search": 4, "accuracy": 4,
     "runner": 5, "results": 5,

@@ -23,7 +23,7 @@ from tuner.loadgen.client import MAX_PAGE_BYTES, RequestOutput, read_capped
 from tuner.loadgen.dispatch import ShardPlan, ShardResult, run_shard
 from tuner.loadgen.lag import judge, lag_stats
 from tuner.loadgen.metrics import (calculate_metrics, count_failures, noise_estimate,
-                                   to_simulated_time)
+                                   to_simulated_time, to_wall_time)
 from tuner.loadgen.multiproc import run_in_processes
 from tuner.loadgen.priority import REALTIME
 from tuner.loadgen.replay import arrivals_at, arrivals_within_at
@@ -58,7 +58,7 @@ class BenchmarkResult:
     time_scale: float = 1.0
     lag_reason: str | None = None
     unobservable: dict[str, str] = field(default_factory=dict)
-    # The steady window (closed loop; see ``window``) in simulated time, or None; and why
+    # The steady window (closed loop or paced; see ``window``) in simulated time, or None; and why
     # the run stopped sending: count, duration, early (intervals within targets) or cap.
     window: dict[str, Any] | None = None
     stop_reason: str = "count"
@@ -207,7 +207,8 @@ def _result(shards: list[ShardResult], t0: float, workload: WorkloadSpec, load: 
     outputs = sorted((o for s in shards for o in s.outputs), key=lambda o: o.index)
     end = max((s.end_time for s in shards), default=t0)
     dur_s = max(end - t0, 1e-9)
-    metrics = calculate_metrics(outputs, dur_s, slo)
+    # Goodput and slo_met judge wall-clock latencies: against the SLO in wall time.
+    metrics = calculate_metrics(outputs, dur_s, to_wall_time(slo, time_scale))
     client = _client_view(shards, t0, warm)
     lag = judge(client, load.max_client_lag_ms)
     unseen = gaps.unobservable(metrics, load.min_gap_share, client.get("loop_lag_max_ms"))
@@ -217,7 +218,8 @@ def _result(shards: list[ShardResult], t0: float, workload: WorkloadSpec, load: 
     config = {"workload": workload.model_dump(), "load": load.model_dump(),
               "slo": dataclasses.asdict(slo) if slo else None}
     errors = [o.error for o in outputs if not o.success][:10]
-    window = steady_window(outputs, load.itl_metric) if load.closed_loop else None
+    paced = math.isfinite(load.request_rate)  # open loop: [first completion, last arrival]
+    window = steady_window(outputs, load.itl_metric) if load.closed_loop or paced else None
     stop = shards[0].stop_reason if len(shards) == 1 else "count"
     metrics.update(steady_metrics(window, load.itl_metric))
     return BenchmarkResult(

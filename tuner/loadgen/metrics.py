@@ -115,6 +115,15 @@ def to_simulated_time(metrics: dict[str, float], time_scale: float) -> dict[str,
     return out
 
 
+def to_wall_time(slo: SLO | None, time_scale: float) -> SLO | None:
+    """``slo`` (simulated time) for latencies measured on the wall clock against a server
+    running ``time_scale`` times faster: every limit divided by it."""
+    if slo is None or time_scale == 1.0:
+        return slo
+    return SLO(*(None if v is None else v / time_scale for v in (
+        slo.ttft_p99_ms, slo.itl_p99_ms, slo.tpot_ms, slo.e2el_ms)))
+
+
 def noise_estimate(outputs: Sequence[RequestOutput]) -> dict[str, float]:
     """Run-to-run noise seen inside one run: the steady part of the run (from its first token
     to the last request's start, after which load only drains) is cut into two halves by time;

@@ -5,7 +5,9 @@ every client sends at the start, and the rotation (a request ends, its client se
 begins when the first request completes; the drain begins when the first client finds no
 request left, that is at the last request's start. The window is ``[first completion, last
 start]``. Whole-run averages mix in the ramp and the drain, and with 1,000 requests at 256
-clients depend on where the four waves fall; figures over the window do not.
+clients depend on where the four waves fall; figures over the window do not. A paced (open
+loop) run has the same window: its load builds up until the first completion and drains
+after the last arrival.
 
 Inside the window, tokens are placed at their arrival (the first arrival's tokens at the
 TTFT, later ones spread over their arrival's gap, as ``itl_per_token``) and ITLs at the

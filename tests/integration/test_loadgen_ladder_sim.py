@@ -1,0 +1,73 @@
+"""A load ladder against the simulator (`python -m tuner.sim serve`, a real subprocess on
+loopback, simulated time running fast): the curve it records holds together."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from tuner.loadgen import SLO, LoadSpec, WorkloadSpec
+from tuner.capacity.run import run_ladder
+from tuner.loadgen.ladder import LadderPlan
+from tuner.testing.sim_server import MODEL_NAME, sim_server
+
+pytestmark = pytest.mark.integration
+TIME_SCALE = 8.0
+SLOS = SLO(ttft_p99_ms=2000.0, itl_p99_ms=150.0)
+
+
+@pytest.fixture(scope="module")
+def ladder(tmp_path_factory):
+    """One ladder on a simulated L4 (slow enough that a small machine keeps up)."""
+    calls: list[tuple[int, int, float]] = []
+    with sim_server(tmp_path_factory.mktemp("sim"), "--gpu", "l4",
+                    time_scale=TIME_SCALE) as url:
+        run = asyncio.run(run_ladder(
+            url, MODEL_NAME, WorkloadSpec(input_len=512, output_len=64, vocab_size=128256),
+            LoadSpec(max_concurrency=32, num_requests=100, warmup_requests=8,
+                     max_client_lag_ms=50.0),
+            SLOS, LadderPlan(max_levels=5), level_s=40.0, time_scale=TIME_SCALE,
+            on_level=lambda k, n, rate: calls.append((k, n, rate))))
+    return run, calls
+
+
+def test_progress_names_every_level_before_it_runs(ladder):
+    run, calls = ladder
+    assert [c[0] for c in calls] == list(range(1, len(run.curve.levels) + 1))
+    assert all(n == 5 for _, n, _ in calls)
+    assert [c[2] for c in calls] == [lv.offered_rps for lv in run.curve.levels]
+    assert run.curve.saturated_rps == pytest.approx(run.warmup.metrics["request_throughput"])
+
+
+def test_a_level_holds_exactly_when_its_p99s_meet_the_slos_in_server_time(ladder):
+    run, _ = ladder
+    for lv in run.curve.levels:
+        meets = (lv.p99_ttft_ms <= SLOS.ttft_p99_ms and lv.p99_itl_ms <= SLOS.itl_p99_ms
+                 and lv.failed == 0 and lv.invalid_reason is None)
+        assert lv.held == meets, lv
+        assert 0.0 <= lv.slo_attainment <= 1.0
+
+
+def test_the_achieved_rate_tracks_the_offered_rate_below_capacity(ladder):
+    run, _ = ladder
+    below = [lv for lv in run.curve.levels if lv.offered_rps <= run.curve.capacity_rps]
+    assert below, "no level held: the test's SLOs no longer suit the simulated L4"
+    for lv in below:  # a Poisson count over ~40 s at a few requests/s: within 30 %
+        assert 0.7 <= lv.achieved_rps / lv.offered_rps <= 1.3, lv
+
+
+def test_the_capacity_lies_between_the_levels_that_bracket_it(ladder):
+    curve = ladder[0].curve
+    rates = sorted(lv.offered_rps for lv in curve.levels)
+    assert curve.capacity_rps in rates and curve.capacity_rps <= curve.saturated_rps
+    failed_above = [lv.offered_rps for lv in curve.levels
+                    if not lv.held and lv.offered_rps > curve.capacity_rps]
+    if curve.verdict == "bracketed":
+        assert min(failed_above) / curve.capacity_rps - 1 <= 0.05
+    else:
+        assert curve.verdict in ("budget", "saturated"), curve.verdict
+    # latency grows with load across the curve (first against last measured rate)
+    lowest, highest = curve.measured[0], curve.measured[-1]
+    assert lowest.p99_ttft_ms <= highest.p99_ttft_ms
+    assert curve.at("p99_itl_ms", curve.capacity_rps) == curve.capacity_level.p99_itl_ms

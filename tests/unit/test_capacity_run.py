@@ -1,0 +1,69 @@
+"""The ladder's levels as load specs and as curve levels (tuner.capacity.run, no I/O)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tuner.errors import UsageError
+from tuner.loadgen.benchmark import BenchmarkResult
+from tuner.capacity.run import achieved_rps, level_load, level_of
+from tuner.loadgen.metrics import to_wall_time
+from tuner.loadgen.spec import SLO, LoadSpec
+
+pytestmark = pytest.mark.unit
+CLOSED = LoadSpec(max_concurrency=64, num_requests=200, warmup_requests=16, burstiness=0.5,
+                  early_stop=True)
+
+
+def test_a_level_is_an_open_loop_bounded_by_time_in_wall_units():
+    level = level_load(CLOSED, 3.0, 60.0, time_scale=4.0)
+    assert level.request_rate == 12.0 and level.duration_s == 15.0
+    assert level.max_concurrency is None and not level.closed_loop
+    assert level.warmup_requests == 0 and not level.early_stop
+    assert level.burstiness == 0.5  # the study's arrivals still apply
+
+
+def test_a_level_too_large_to_schedule_is_refused():
+    with pytest.raises(UsageError, match="more than"):
+        level_load(CLOSED, 1e5, 1e5)
+
+
+def result(valid: bool = True, failed: int = 0, slo_met: float = 1.0, window=None,
+           time_scale: float = 1.0, **more) -> BenchmarkResult:
+    metrics = {"completed": 90, "failed": failed, "duration": 30.0, "request_throughput": 3.0,
+               "output_throughput": 384.0, "median_ttft_ms": 50.0, "p99_ttft_ms": 400.0,
+               "median_itl_ms": 20.0, "p99_itl_ms": 45.0, "request_goodput": 2.4,
+               "slo_met": slo_met, **more}
+    return BenchmarkResult(metrics=metrics, failures={}, server={}, client={}, valid=valid,
+                           invalid_reason=None if valid else "the client lagged", noise={},
+                           window=window, time_scale=time_scale)
+
+
+def test_a_level_keeps_the_run_figures_and_vllms_goodput():
+    lv = level_of(3.1, result())
+    assert (lv.offered_rps, lv.achieved_rps, lv.output_throughput) == (3.1, 3.0, 384.0)
+    assert (lv.p50_ttft_ms, lv.p99_ttft_ms, lv.p50_itl_ms, lv.p99_itl_ms) == (50, 400, 20, 45)
+    assert lv.goodput_rps == 2.4 and lv.slo_attainment == pytest.approx(72 / 90)
+    assert lv.held and lv.requests == 90 and lv.invalid_reason is None
+
+
+@pytest.mark.parametrize("why", [{"slo_met": 0.0}, {"failed": 1}, {"valid": False}])
+def test_a_level_does_not_hold_when_an_slo_fails_a_request_fails_or_the_run_is_invalid(why):
+    lv = level_of(3.1, result(**why))
+    assert lv.held is False
+    if "failed" in why:
+        assert lv.slo_attainment == pytest.approx(72 / 91)
+
+
+def test_the_achieved_rate_is_counted_over_the_steady_window_in_server_time():
+    window = {"start": 1.0, "end": 6.0, "seconds": 5.0, "requests": 40}
+    r = result(window=window, time_scale=2.0, steady_output_throughput=500.0)
+    assert achieved_rps(r) == 4.0  # 40 requests in 5 wall seconds = 10 server seconds
+    assert level_of(4.0, r).output_throughput == 500.0
+
+
+def test_an_slo_in_server_time_is_judged_on_wall_clock_latencies():
+    assert to_wall_time(SLO(ttft_p99_ms=2000.0, itl_p99_ms=50.0), 4.0) == SLO(500.0, 12.5)
+    assert to_wall_time(None, 4.0) is None
+    same = SLO(tpot_ms=30.0)
+    assert to_wall_time(same, 1.0) is same

@@ -1,0 +1,127 @@
+"""Measure a server's capacity under SLOs: one warm-up at full load, then a load ladder.
+
+``run_ladder`` drives one live server. The warm-up is today's saturated closed loop
+(``run_benchmark`` with the caller's ``LoadSpec``); its request throughput seeds the ladder
+(``tuner.loadgen.ladder``), which then picks open-loop request rates one by one. Each level
+is a bounded run of ``level_s`` seconds of arrivals (gamma gaps of the load's
+``burstiness``: Poisson by default, as ``vllm bench serve --request-rate``) with no
+concurrency limit; the requests sent within it finish and count. The result is the
+latency-vs-load curve (``tuner.trials.curve``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from tuner.errors import BenchmarkError, UsageError
+from tuner.loadgen.benchmark import BenchmarkResult, run_benchmark
+from tuner.loadgen.ladder import LadderPlan, assess, next_rate
+from tuner.loadgen.spec import SLO, LoadSpec, WorkloadSpec
+from tuner.trials.curve import Curve, Level
+
+# Level k draws prompts with seed + k x this: the prompts of an earlier level (or of the
+# warm-up) again would be served from the prefix cache and flatter the later level. A
+# prime, apart from the runner's RUN_SEED_STEP (tuner/runner/measure.py), so that a level
+# never repeats a confirmation run's prompts either.
+LEVEL_SEED_STEP = 104_729
+
+OnLevel = Callable[[int, int, float], None]
+
+
+@dataclass(frozen=True)
+class LadderRun:
+    """The ``curve`` of a ladder and its ``warmup``: the saturated closed-loop run, whose
+    metrics are today's single measurement."""
+
+    curve: Curve
+    warmup: BenchmarkResult
+
+
+async def run_ladder(base_url: str, model: str, workload: WorkloadSpec, load: LoadSpec,
+                     slo: SLO, plan: LadderPlan = LadderPlan(), *, level_s: float = 60.0,
+                     on_level: OnLevel | None = None, time_scale: float = 1.0) -> LadderRun:
+    """Warm up, then measure levels until the ladder is done; the curve of the levels.
+
+    The warm-up runs first on purpose: the first run on a fresh server reads a higher p99
+    ITL than later ones (docs/loadgen.md, "The first run on a fresh server"), and a ladder
+    level must not pay for it; the warm-up at full load absorbs it and gives the saturated
+    throughput. ``load`` must be a closed loop (``max_concurrency``, no request rate);
+    its ``burstiness``, endpoint and client settings apply to the levels too. ``slo``
+    must set an objective: a level holds when every one is met by the run (p99 TTFT, p99
+    ITL...), no request failed and the run measured the server, not the client.
+    ``on_level(k, n, rate)`` is called before level k (1-based) of at most n, at ``rate``
+    requests/s. Rates, durations and figures are the server's time (simulated time on a
+    simulator running ``time_scale`` times faster than real time). BenchmarkError when
+    the warm-up completes no request.
+    """
+    if not load.closed_loop or slo.empty:
+        raise UsageError("a ladder needs a closed-loop load for its warm-up "
+                         "(max_concurrency, no request_rate) and at least one SLO")
+    warm = await run_benchmark(base_url, model, workload, load, slo=slo, time_scale=time_scale)
+    saturated = warm.metrics.get("request_throughput", 0.0)
+    if not warm.metrics.get("completed"):
+        raise BenchmarkError(f"the ladder's warm-up completed no request: {warm.invalid_reason}")
+    held: dict[float, bool] = {}
+    levels: list[Level] = []
+    while (rate := next_rate(held, saturated, plan)) is not None:
+        if on_level is not None:
+            on_level(len(levels) + 1, plan.max_levels, rate)
+        seeded = workload.model_copy(
+            update={"seed": workload.seed + (len(levels) + 1) * LEVEL_SEED_STEP})
+        result = await run_benchmark(base_url, model, seeded,
+                                     level_load(load, rate, level_s, time_scale),
+                                     slo=slo, time_scale=time_scale)
+        levels.append(level_of(rate, result))
+        held[rate] = bool(levels[-1].held)
+    verdict = assess(held, saturated, plan).verdict
+    curve = Curve(levels=tuple(levels), saturated_rps=saturated, tolerance=plan.tolerance,
+                  verdict=verdict.value)
+    return LadderRun(curve, warm)
+
+
+def level_load(load: LoadSpec, rate: float, level_s: float, time_scale: float = 1.0) -> LoadSpec:
+    """``load`` as one open-loop level: ``rate`` requests/s for ``level_s`` seconds (server
+    time), no concurrency limit, no warm-up, no early stop. Validated (a UsageError when
+    the level would schedule too many requests)."""
+    return LoadSpec(**{**load.model_dump(), "request_rate": rate * time_scale,
+                       "duration_s": level_s / time_scale, "max_concurrency": None,
+                       "warmup_requests": 0, "early_stop": False})
+
+
+def level_of(rate: float, result: BenchmarkResult) -> Level:
+    """The level a run at offered ``rate`` measured (its metrics already in server time):
+    the output throughput over the steady window where it gave an interval, else over the
+    run; latencies over the whole run, as ``vllm bench serve`` reports them. SLO attainment
+    counts failed requests as missing the SLOs."""
+    m = result.metrics
+    completed, failed = int(m.get("completed", 0)), int(m.get("failed", 0))
+    good = round(m.get("request_goodput", 0.0) * m.get("duration", 0.0))
+    held = (result.valid and m.get("slo_met") == 1.0 and failed == 0 and completed > 0)
+    return Level(offered_rps=rate, achieved_rps=achieved_rps(result),
+                 output_throughput=_finite(m.get("steady_output_throughput",
+                                                 m.get("output_throughput"))),
+                 p50_ttft_ms=_finite(m.get("median_ttft_ms")),
+                 p99_ttft_ms=_finite(m.get("p99_ttft_ms")),
+                 p50_itl_ms=_finite(m.get("median_itl_ms")),
+                 p99_itl_ms=_finite(m.get("p99_itl_ms")),
+                 slo_attainment=good / (completed + failed) if completed + failed else 0.0,
+                 goodput_rps=_finite(m.get("request_goodput")), held=held,
+                 requests=completed + failed, failed=failed,
+                 invalid_reason=result.invalid_reason)
+
+
+def achieved_rps(result: BenchmarkResult) -> float | None:
+    """Requests completed per second (server time) within the run's steady window, from
+    the first completion to the last arrival: the rate the server kept up with. The whole
+    run's rate (vLLM's ``request_throughput``) counts the drain after the last arrival
+    too and reads low on a short level. That rate when the run had no window."""
+    w = result.window
+    if w and w.get("seconds") and w.get("requests") is not None:
+        return w["requests"] / (w["seconds"] * result.time_scale)
+    return _finite(result.metrics.get("request_throughput"))
+
+
+def _finite(value: float | None) -> float | None:
+    return float(value) if value is not None and math.isfinite(value) else None
