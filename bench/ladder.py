@@ -7,7 +7,7 @@ is reported apart):
 - truth: a grid of long open-loop runs, coarse from ``--grid-low`` to 1 x the saturated
   throughput, then fine (``--fine`` relative steps) inside the coarse bracket; the capacity
   is the highest grid rate at which every SLO holds;
-- the ladder (``tuner.loadgen.capacity.run_ladder``), twice, each on a fresh server with
+- the ladder (``tuner.capacity.run_ladder``), twice, each on a fresh server with
   prompts and arrivals of its own (another seed): its error against the truth, and the
   repeat error |c1 - c2| / mean;
 - its cost: wall seconds of warm-up + levels (the start excluded) against one of today's
@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from tuner.loadgen import SLO, LoadSpec, WorkloadSpec, run_benchmark
-from tuner.loadgen.capacity import level_load, run_ladder
+from tuner.capacity.run import level_load, run_ladder
 from tuner.loadgen.ladder import LadderPlan
 from tuner.testing.sim_server import MODEL_NAME, sim_server
 
