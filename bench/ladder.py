@@ -71,11 +71,15 @@ def slos(args) -> SLO:
     return SLO(ttft_p99_ms=args.ttft_slo, itl_p99_ms=args.itl_slo)
 
 
-async def held_at(url: str, rate: float, args, ts: float, seed: int) -> bool:
+async def grid_run(url: str, rate: float, args, ts: float, seed: int) -> dict:
+    """One long open-loop run: whether it held, and the p99s that decided it."""
     load = level_load(closed_loop(args, 1), rate, args.grid_s, ts)
     r = await run_benchmark(url, MODEL_NAME, workload(seed), load, slo=slos(args),
                             time_scale=ts)
-    return bool(r.valid and r.metrics.get("slo_met") == 1.0 and not r.metrics.get("failed"))
+    m = r.metrics
+    return {"held": bool(r.valid and m.get("slo_met") == 1.0 and not m.get("failed")),
+            "p99_ttft_ms": m.get("p99_ttft_ms"), "p99_itl_ms": m.get("p99_itl_ms"),
+            "completed": m.get("completed"), "invalid_reason": r.invalid_reason}
 
 
 async def truth(url: str, args, ts: float) -> dict:
@@ -83,21 +87,21 @@ async def truth(url: str, args, ts: float) -> dict:
     warm = await run_benchmark(url, MODEL_NAME, workload(1), closed_loop(args, args.warmup),
                                time_scale=ts)
     sat = warm.metrics["request_throughput"]
-    grid: dict[float, bool] = {}
+    grid: dict[float, dict] = {}
     coarse = np.linspace(args.grid_low, args.grid_high, args.coarse) * sat
     for k, rate in enumerate(coarse):
-        grid[float(rate)] = await held_at(url, rate, args, ts, 100 + k)
-    held = [r for r, ok in grid.items() if ok]
+        grid[float(rate)] = await grid_run(url, rate, args, ts, 100 + k)
+    held = [r for r, run in grid.items() if run["held"]]
     lo = max(held) if held else coarse[0] / 2
-    above = [r for r, ok in grid.items() if not ok and r > lo]
+    above = [r for r, run in grid.items() if not run["held"] and r > lo]
     hi = min(above) if above else lo
     rate, k = lo * (1 + args.fine), 0
     while rate < hi:
-        grid[float(rate)] = await held_at(url, rate, args, ts, 200 + k)
+        grid[float(rate)] = await grid_run(url, rate, args, ts, 200 + k)
         rate, k = rate * (1 + args.fine), k + 1
-    held = [r for r, ok in grid.items() if ok]
+    held = [r for r, run in grid.items() if run["held"]]
     return {"saturated_rps": sat, "capacity_rps": max(held) if held else 0.0,
-            "grid": {f"{r:.4f}": ok for r, ok in sorted(grid.items())}}
+            "grid": {f"{r:.4f}": run for r, run in sorted(grid.items())}}
 
 
 async def one_ladder(profile: Profile, args, ts: float, seed: int) -> dict:
