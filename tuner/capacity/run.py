@@ -60,9 +60,20 @@ async def run_ladder(base_url: str, model: str, workload: WorkloadSpec, load: Lo
         raise UsageError("a ladder needs a closed-loop load for its warm-up "
                          "(max_concurrency, no request_rate) and at least one SLO")
     warm = await run_benchmark(base_url, model, workload, load, slo=slo, time_scale=time_scale)
-    saturated = warm.metrics.get("request_throughput", 0.0)
     if not warm.metrics.get("completed"):
         raise BenchmarkError(f"the ladder's warm-up completed no request: {warm.invalid_reason}")
+    curve = await climb(base_url, model, workload, load, slo, plan,
+                        saturated=warm.metrics.get("request_throughput", 0.0),
+                        level_s=level_s, on_level=on_level, time_scale=time_scale)
+    return LadderRun(curve, warm)
+
+
+async def climb(base_url: str, model: str, workload: WorkloadSpec, load: LoadSpec, slo: SLO,
+                plan: LadderPlan, *, saturated: float, level_s: float = 60.0,
+                on_level: OnLevel | None = None, time_scale: float = 1.0) -> Curve:
+    """The ladder's levels after a warm-up that measured ``saturated`` requests/s on the
+    same server (``run_ladder``'s, or a trial's own saturated benchmark): as
+    ``run_ladder`` says, from its first level on."""
     held: dict[float, bool] = {}
     levels: list[Level] = []
     while (rate := next_rate(held, saturated, plan)) is not None:
@@ -76,9 +87,8 @@ async def run_ladder(base_url: str, model: str, workload: WorkloadSpec, load: Lo
         levels.append(level_of(rate, result))
         held[rate] = bool(levels[-1].held)
     verdict = assess(held, saturated, plan).verdict
-    curve = Curve(levels=tuple(levels), saturated_rps=saturated, tolerance=plan.tolerance,
-                  verdict=verdict.value)
-    return LadderRun(curve, warm)
+    return Curve(levels=tuple(levels), saturated_rps=saturated, tolerance=plan.tolerance,
+                 verdict=verdict.value)
 
 
 def level_load(load: LoadSpec, rate: float, level_s: float, time_scale: float = 1.0) -> LoadSpec:

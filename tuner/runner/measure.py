@@ -26,11 +26,13 @@ from typing import Callable, Mapping, Sequence
 from tuner.engine import gpu, logparse, startlog
 from tuner.engine.supervisor import Server, Starter, plain_start
 from tuner.errors import EngineError, EngineExitedError
+from tuner.capacity.run import climb
 from tuner.loadgen import run_benchmark
 from tuner.runner import confirm as confirmation
 from tuner.runner.interrupts import deferred_interrupts, run_interruptible
 from tuner.runner.plans import TrialPlan
 from tuner.trials import record
+from tuner.trials.curve import objective_figures
 from tuner.trials.parts import Failure, FailureKind
 from tuner.trials.record import TrialRecord
 
@@ -50,6 +52,9 @@ class Slot:
     crosscheck: bool = False
     cache: Path | None = None  # the box's compile caches (engine.cache_env)
 
+
+# The ladder's prompts: a run number of their own, past any retry or confirmation run.
+LADDER_RUN = 1_000
 
 # Benchmark runs repeated on the same server when the client was the bottleneck, each
 # after a pause: the load that starved the client (a neighbour's job) is often gone by then.
@@ -81,13 +86,10 @@ def _server_version(url: str) -> str | None:
         return None
 
 
-async def _watched_benchmark(server: Server, plan: TrialPlan, run: int = 0):
-    """The benchmark (the server's ``run``-th), cancelled as soon as the server dies or the
-    time runs out."""
-    bench = plan.benchmark
-    task = asyncio.ensure_future(run_benchmark(
-        server.url, bench.model, bench.for_run(run), bench.load, slo=bench.slo,
-        time_scale=bench.time_scale))
+async def _watched(server: Server, work, timeout_s: float, what: str = "benchmark"):
+    """``work`` (a coroutine) on the live server, cancelled as soon as the server dies or
+    ``timeout_s`` runs out."""
+    task = asyncio.ensure_future(work)
     start = time.monotonic()
     while not task.done():
         await asyncio.wait({task}, timeout=0.5)
@@ -96,11 +98,33 @@ async def _watched_benchmark(server: Server, plan: TrialPlan, run: int = 0):
         if server.returncode() is not None:
             task.cancel()
             raise ServerCrashed(f"server exited with code {server.returncode()} during "
-                                "the benchmark")
-        if time.monotonic() - start > bench.timeout_s:
+                                f"the {what}")
+        if time.monotonic() - start > timeout_s:
             task.cancel()
-            raise ServerHung(f"benchmark hung: no result within {bench.timeout_s:.0f} s")
+            raise ServerHung(f"{what} hung: no result within {timeout_s:.0f} s")
     return task.result()
+
+
+def _watched_benchmark(server: Server, plan: TrialPlan, run: int = 0):
+    """The benchmark (the server's ``run``-th), watched."""
+    bench = plan.benchmark
+    return _watched(server, run_benchmark(
+        server.url, bench.model, bench.for_run(run), bench.load, slo=bench.slo,
+        time_scale=bench.time_scale), bench.timeout_s)
+
+
+def _ladder(server: Server, plan: TrialPlan, saturated: float, phase: Phase):
+    """The load ladder after the saturated benchmark (``tuner.capacity.climb``), watched;
+    its progress told as phases ``ladder k/n at R req/s``."""
+    bench = plan.benchmark
+
+    def on_level(k: int, n: int, rate: float) -> None:
+        phase(f"ladder {k}/{n} at {rate:.3g} req/s")
+
+    return _watched(server, climb(
+        server.url, bench.model, bench.for_run(LADDER_RUN), bench.load, bench.slo,
+        bench.ladder, saturated=saturated, level_s=bench.level_s, on_level=on_level,
+        time_scale=bench.time_scale), bench.timeout_s, "ladder")
 
 
 def _failure(kind: FailureKind | str, message: str, server: Server) -> Failure:
@@ -226,6 +250,18 @@ def benchmark(plan: TrialPlan, server: Server, base: TrialRecord, phases: dict,
     if invalid is not None:  # never told: a p99 ITL of 0 would win the latency objective
         return record.failed(Failure(kind=FailureKind.INVALID_MEASUREMENT, message=invalid),
                              ran)
+    if plan.benchmark.ladder is not None:
+        start = time.monotonic()
+        try:
+            curve = run_interruptible(_ladder(server, plan,
+                                              metrics.get("request_throughput", 0.0), phase))
+        except ServerDied as e:
+            return record.failed(_failure(e.kind, str(e), server), ran)
+        finally:
+            phases["ladder"] = time.monotonic() - start
+        metrics = {**metrics, **objective_figures(curve, plan.benchmark.ladder.start_rate)}
+        base = dataclasses.replace(base, curve=curve)
+        ran = dataclasses.replace(base, metrics=metrics)
     missing = [m for m in plan.scoring.metrics if m not in metrics]
     if missing:
         why = (": the steady window was too short for an interval (more requests, or "

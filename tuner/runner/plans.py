@@ -12,9 +12,10 @@ from typing import Any, Mapping, Sequence
 from tuner.engine import command
 from tuner.engine.plan import EnginePlan
 from tuner.loadgen import SLO, LoadSpec, WorkloadSpec, gaps
+from tuner.loadgen.ladder import LadderPlan
 from tuner.loadgen.plan import BenchmarkPlan
 from tuner.loadgen.spec import DEFAULT_VOCAB_SIZE
-from tuner.spec.study import StudySpec
+from tuner.spec.study import CAPACITY_METRICS, REFERENCE_METRICS, StudySpec
 from tuner.trials.scoring import Scoring
 
 
@@ -52,11 +53,23 @@ def slo_of(spec: StudySpec) -> SLO:
     return SLO(ttft_p99_ms=s.p99_ttft_ms, itl_p99_ms=s.p99_itl_ms)
 
 
+def ladder_of(spec: StudySpec) -> LadderPlan | None:
+    """The study's load ladder (its first level at the reference rate), or None."""
+    if not spec.measures_capacity:
+        return None
+    c = spec.capacity
+    return LadderPlan(tolerance=c.tolerance, max_levels=c.max_levels,
+                      start_rate=c.reference_rate)
+
+
 def benchmark_plan(spec: StudySpec) -> BenchmarkPlan:
+    capacity = set(CAPACITY_METRICS + REFERENCE_METRICS)
     return BenchmarkPlan(model=command.served_name(spec), workload=workload_of(spec),
-                         load=load_of(spec), slo=slo_of(spec), told=tuple(told_metrics(spec)),
+                         load=load_of(spec), slo=slo_of(spec),
+                         told=tuple(m for m in told_metrics(spec) if m not in capacity),
                          time_scale=spec.engine.time_scale,
-                         timeout_s=spec.engine.benchmark_timeout_s)
+                         timeout_s=spec.engine.benchmark_timeout_s, ladder=ladder_of(spec),
+                         level_s=spec.capacity.level_s)
 
 
 def engine_plan(spec: StudySpec, launch_flags: Mapping[str, Any], port: int,

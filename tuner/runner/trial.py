@@ -29,7 +29,7 @@ def run(spec: StudySpec, launch_flags: Mapping[str, Any], number: int, slot: Slo
     plan = compile_trial(spec, launch_flags, free_port(), slot.gpus, cache_root=slot.cache,
                          inherited=os.environ)
     steps = []
-    if confirm is not None:
+    if confirm is not None and plan.benchmark.ladder is None:  # a ladder's levels repeat
         steps.append(confirm_step(plan, confirm))
     if guard is not None:
         steps.append(accuracy_step(spec, plan, guard, number))

@@ -14,8 +14,9 @@ from pydantic import (BaseModel, ConfigDict, Field, ValidationInfo, field_valida
                       model_validator)
 
 from tuner.spec.durations import duration_s
-from tuner.limits import (MAX_DURATION_MS, MAX_DURATION_S, MAX_HEADS, MAX_SEED, MAX_THROUGHPUT,
-                          MAX_TIME_SCALE, MAX_TOKENS, MAX_TRIALS, MAX_VOCAB)
+from tuner.limits import (MAX_DURATION_MS, MAX_DURATION_S, MAX_HEADS, MAX_REQUEST_RATE,
+                          MAX_SEED, MAX_THROUGHPUT, MAX_TIME_SCALE, MAX_TOKENS, MAX_TRIALS,
+                          MAX_VOCAB)
 from tuner.loadgen.spec import Stopping, Workload
 
 
@@ -80,7 +81,13 @@ METRICS = ("output_throughput", "request_throughput", "total_token_throughput", 
            # with a batch-means interval recorded on the trial: steadier than whole-run ones.
            "steady_output_throughput", "steady_p99_itl_ms", "steady_p99_itl_per_token_ms",
            "mean_tpot_ms", "median_tpot_ms", "p90_tpot_ms", "p99_tpot_ms",
-           "mean_e2el_ms", "median_e2el_ms", "p90_e2el_ms", "p99_e2el_ms")
+           "mean_e2el_ms", "median_e2el_ms", "p90_e2el_ms", "p99_e2el_ms",
+           *("capacity_rps", "capacity_output_throughput", "reference_p99_itl_ms",
+             "reference_p99_ttft_ms"))
+# From the trial's load ladder ([capacity]): the highest request rate at which every SLO
+# held and the output tokens/s there; the p99s measured at the study's reference rate.
+CAPACITY_METRICS = ("capacity_rps", "capacity_output_throughput")
+REFERENCE_METRICS = ("reference_p99_itl_ms", "reference_p99_ttft_ms")
 
 
 class Objective(_Section):
@@ -127,6 +134,21 @@ class SLOSection(_Section):
         """Lower bounds by metric (``min_output_throughput`` -> output_throughput)."""
         return {k.removeprefix("min_"): v for k, v in self.model_dump().items()
                 if v is not None and k.startswith("min_") and k != "min_token_agreement"}
+
+
+class CapacitySection(_Section):
+    """The load ladder (``tuner.capacity``): after the saturated benchmark, on the same
+    server, open-loop levels of Poisson arrivals that bracket, then bisect, the highest
+    request rate at which every SLO holds. On with ``ladder = true``, or implied by a
+    capacity or reference objective."""
+
+    ladder: bool = False
+    # The traffic you expect (requests/s): the ladder's first level, measured as it is,
+    # whose p99s are the reference_* metrics.
+    reference_rate: float | None = Field(None, gt=0, le=MAX_REQUEST_RATE)
+    tolerance: float = Field(0.05, gt=0, lt=1)   # the bracket's relative width at the end
+    max_levels: int = Field(6, ge=1, le=50)
+    level_s: float = Field(60.0, gt=0, le=MAX_DURATION_S)  # arrivals per level (server time)
 
 
 # How long one trial's benchmark runs: the load generator's early stop, as it is.
@@ -249,6 +271,7 @@ class StudySpec(_Section):
     accuracy: AccuracySection = AccuracySection()
     search: SearchSection = SearchSection()
     engine: EngineSection = EngineSection()
+    capacity: CapacitySection = CapacitySection()
 
     @field_validator("objectives")
     @classmethod
@@ -271,6 +294,23 @@ class StudySpec(_Section):
             raise ValueError("engine.start = 'preimported' is for vLLM only: the simulator "
                              "(kind = 'sim') always starts plainly")
         return self
+
+    @model_validator(mode="after")
+    def _capacity_fields(self) -> "StudySpec":
+        metrics = {o.metric for o in self.objectives}
+        if self.measures_capacity and not (self.slo.p99_itl_ms or self.slo.p99_ttft_ms):
+            raise ValueError("a load ladder needs an SLO to hold: set slo.p99_itl_ms and/or "
+                             "slo.p99_ttft_ms")
+        if metrics & set(REFERENCE_METRICS) and self.capacity.reference_rate is None:
+            raise ValueError("a reference_* objective needs capacity.reference_rate (the "
+                             "requests/s you expect)")
+        return self
+
+    @property
+    def measures_capacity(self) -> bool:
+        """Whether each trial runs the load ladder after its benchmark."""
+        return self.capacity.ladder or any(
+            o.metric in CAPACITY_METRICS + REFERENCE_METRICS for o in self.objectives)
 
     @property
     def accuracy_limit(self) -> float | None:

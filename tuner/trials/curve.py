@@ -116,3 +116,16 @@ class Curve(Part):
                     return float(va)
                 return float(va + (vb - va) * (rate - lo) / (hi - lo))
         return None
+
+
+def objective_figures(curve: Curve, reference_rate: float | None) -> dict[str, float]:
+    """What a trial tells from its curve: ``capacity_rps`` and ``capacity_output_throughput``,
+    and at ``reference_rate`` the ``reference_p99_itl_ms`` / ``reference_p99_ttft_ms``;
+    a figure the curve cannot give (no level, the rate outside the measured ones) is left
+    out."""
+    out = {"capacity_rps": curve.capacity_rps,
+           "capacity_output_throughput": curve.capacity_output_throughput}
+    if reference_rate is not None:
+        out["reference_p99_itl_ms"] = curve.at("p99_itl_ms", reference_rate)
+        out["reference_p99_ttft_ms"] = curve.at("p99_ttft_ms", reference_rate)
+    return {k: float(v) for k, v in out.items() if v is not None}

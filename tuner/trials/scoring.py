@@ -39,7 +39,10 @@ class Scoring:
             return spec
         goals = tuple(Goal(o.metric, o.direction, spec.worst_value(o))
                       for o in spec.objectives)
-        return cls(goals, tuple(spec.slo.limits().items()), spec.accuracy_limit)
+        # With a load ladder the SLOs define the capacity (each level holds them or not);
+        # as constraints on the saturated run they would fail every trial.
+        limits = () if spec.measures_capacity else tuple(spec.slo.limits().items())
+        return cls(goals, limits, spec.accuracy_limit)
 
     @property
     def metrics(self) -> tuple[str, ...]:

@@ -1,0 +1,58 @@
+"""A capacity study end to end on the simulator: a real `tuner worker`, real `tuner sim
+serve` servers, real HTTP and storage. Each trial runs its saturated benchmark, then a
+load ladder on the same server; the study is told the capacity within the SLOs and the
+p99 ITL at the reference rate, and the record keeps the whole curve."""
+
+from __future__ import annotations
+
+from optuna.trial import TrialState
+
+from tuner.testing.sim_studies import SIM, trials_of
+from tuner.testing.worker_procs import start_worker
+from tuner.storage import create_study, load_study_file
+from tuner.trials import record
+from tuner.trials.curve import Curve
+
+CAPACITY = '''
+[[objectives]]
+metric = "capacity_rps"
+direction = "maximize"
+[[objectives]]
+metric = "reference_p99_itl_ms"
+direction = "minimize"
+[capacity]
+reference_rate = 4.0
+max_levels = 4
+level_s = 8
+'''
+
+
+def test_a_capacity_study_tells_capacity_and_keeps_each_trials_curve(storage_url,
+                                                                     study_file, tmp_path):
+    text = SIM.format(n=48, trials=3, scale=4).replace("p99_itl_ms = 200",
+                                                       "p99_itl_ms = 200\np99_ttft_ms = 2000")
+    spec = load_study_file(study_file(text + CAPACITY, "cap.toml"))
+    assert spec.measures_capacity
+    create_study(spec, storage_url)
+    proc = start_worker("cap", storage_url, "0", env={"TUNER_HOME": str(tmp_path)},
+                        log=tmp_path / "worker.log")
+    assert proc.wait(timeout=400) == 0, (tmp_path / "worker.log").read_text()[-3000:]
+    done = [t for t in trials_of("cap", storage_url) if t.state == TrialState.COMPLETE]
+    measured = [t for t in done if t.user_attrs["outcome"] == record.MEASURED]
+    assert measured, [t.user_attrs.get("failure") for t in done]
+    for t in measured:
+        curve = Curve.of(t.user_attrs["curve"])
+        levels = curve.levels
+        assert 1 <= len(levels) <= 4
+        assert levels[0].offered_rps == 4.0  # the reference rate is measured as it is
+        for lv in levels:  # a level holds exactly when its p99s meet the SLOs
+            assert lv.held == (lv.p99_itl_ms <= 200 and lv.p99_ttft_ms <= 2000
+                               and not lv.failed and lv.invalid_reason is None), lv
+        m = t.user_attrs["metrics"]
+        assert m["capacity_rps"] == curve.capacity_rps
+        assert m["reference_p99_itl_ms"] == levels[0].p99_itl_ms
+        assert t.values == [m["capacity_rps"], m["reference_p99_itl_ms"]]
+        # the SLOs define the capacity; they are not constraints on the saturated run
+        assert not any(k.startswith("slo:") for k in t.constraints)
+        assert "ladder" in t.user_attrs["phases"]
+        assert m["output_throughput"] > 0  # the saturated benchmark stays on the record
