@@ -56,3 +56,51 @@ def test_a_capacity_study_tells_capacity_and_keeps_each_trials_curve(storage_url
         assert not any(k.startswith("slo:") for k in t.constraints)
         assert "ladder" in t.user_attrs["phases"]
         assert m["output_throughput"] > 0  # the saturated benchmark stays on the record
+    _best_answers_from_the_stored_curves(storage_url, tmp_path)
+
+
+def _tuner(*args, home):
+    import os
+    import subprocess
+    import sys
+    return subprocess.run([sys.executable, "-m", "tuner", *map(str, args)],
+                          capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "TUNER_HOME": str(home)})
+
+
+def _best_answers_from_the_stored_curves(url, home):
+    """`tuner best` answers at several SLO pairs and rates from the stored curves, with
+    no new trial, as the pure answers say; and refuses a rate past what was measured."""
+    import json
+
+    from tuner.results import capacity
+    from tuner.storage import open_study
+    from tuner.trials import load_records
+
+    opened = open_study("cap", url)
+    records = load_records(opened.study)
+    count = len(opened.study.trials)
+    edge = capacity.highest_measured(records)
+    for itl, ttft in ((200, 2000), (500, 10000), (100, 1500)):
+        out = _tuner("best", "cap", "--storage", url, "--max-itl-p99", itl, "--max-ttft-p99",
+                     ttft, "--format", "json", home=home)
+        expected = capacity.most_capacity(records, itl, ttft)
+        if expected is None:
+            assert out.returncode == 1 and "holds" in out.stderr, out.stderr
+            continue
+        assert out.returncode == 0, out.stderr
+        doc = json.loads(out.stdout)
+        assert doc["trial"] == expected.trial.number
+        assert doc["answer"]["rate_rps"] == expected.rate
+    for rate in (4.0, edge):
+        out = _tuner("best", "cap", "--storage", url, "--rate", rate, "--format", "json",
+                     home=home)
+        expected = capacity.lowest_latency_at(records, rate, 200, 2000)
+        assert (out.returncode == 0) == (expected is not None), out.stderr
+        if expected is not None:
+            doc = json.loads(out.stdout)
+            assert doc["trial"] == expected.trial.number
+            assert doc["answer"]["p99_itl_ms"] == expected.p99_itl_ms
+    out = _tuner("best", "cap", "--storage", url, "--rate", edge * 1.5, home=home)
+    assert out.returncode == 1 and "does not extrapolate" in out.stderr, out.stderr
+    assert len(open_study("cap", url).study.trials) == count  # no new trial

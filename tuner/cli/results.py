@@ -13,7 +13,7 @@ from pathlib import Path
 from tuner.cli.study import add_storage_flag
 from tuner.errors import UsageError
 from tuner.results import summarise
-from tuner.results.answer import best_answer
+from tuner.results.answer import best_answer, capacity_answer
 from tuner.results.errors import NoResultsError
 from tuner.results.summary import Summary
 from tuner.results.table import pareto_text
@@ -33,6 +33,16 @@ def _positive_ms(text: str) -> float:
     return value
 
 
+def _positive_rate(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of requests/s") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text} req/s: give a rate above 0")
+    return value
+
+
 def register(subparsers) -> None:
     p = subparsers.add_parser("pareto", help="the Pareto-optimal trials of a study")
     p.add_argument("study", help="study name")
@@ -46,6 +56,9 @@ def register(subparsers) -> None:
                    help="p99 inter-token latency limit, on top of the study's SLOs")
     b.add_argument("--max-ttft-p99", type=_positive_ms, metavar="MS",
                    help="p99 time-to-first-token limit, on top of the study's SLOs")
+    b.add_argument("--rate", type=_positive_rate, metavar="REQ_PER_S",
+                   help="a capacity study: the lowest p99 ITL at this request rate, from "
+                        "the measured curves (never past the highest measured level)")
     b.add_argument("--prefer", choices=("throughput", "latency"), default="throughput",
                    help="the objective to win on (default: throughput)")
     b.add_argument("--format", choices=("cli", "yaml", "json"), default="cli",
@@ -77,8 +90,15 @@ def _pareto(args: argparse.Namespace) -> int:
 
 def _best(args: argparse.Namespace) -> int:
     summary = load_summary(args.study, args.storage)
-    answer = best_answer(summary, args.format, args.max_itl_p99, args.max_ttft_p99,
-                         args.prefer)
+    if summary.spec.measures_capacity:
+        answer = capacity_answer(summary, args.format, args.max_itl_p99, args.max_ttft_p99,
+                                 args.rate)
+    elif args.rate is not None:
+        raise UsageError(f"--rate: study {summary.name} measures no load ladder (add a "
+                         "[capacity] section to a new study: docs/studies.md)")
+    else:
+        answer = best_answer(summary, args.format, args.max_itl_p99, args.max_ttft_p99,
+                             args.prefer)
     if not answer.text:
         raise NoResultsError(answer.error)
     if answer.ok and args.format == "cli":

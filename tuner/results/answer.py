@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+from tuner.results import capacity
 from tuner.results.best import limits_for, looser_than_slo, pick_best, ruled_out, user_limits
 from tuner.results.flagdiff import changed_flags
 from tuner.results.gains import format_gains, gains
@@ -100,3 +101,50 @@ def _render(fmt: str, doc: dict, about: str, spec, chosen, ok: bool) -> str:
         return text
     line = shell_line(serve_argv(spec, chosen.flags))
     return f"{line}\n" if ok else f"# {about}\n# {line}\n"
+
+
+def capacity_answer(summary: Summary, fmt: str = "cli", max_itl_p99: float | None = None,
+                    max_ttft_p99: float | None = None,
+                    rate: float | None = None) -> BestAnswer:
+    """`tuner best` for a study whose trials measured load ladders: the most capacity
+    within the limits (the study's p99 SLOs where a limit is not given), or with ``rate``
+    the lowest p99 ITL at that request rate; from the stored curves, never extrapolated."""
+    spec = summary.spec
+    itl = max_itl_p99 if max_itl_p99 is not None else spec.slo.p99_itl_ms
+    ttft = max_ttft_p99 if max_ttft_p99 is not None else spec.slo.p99_ttft_ms
+    limits = ", ".join(f"{k} <= {v:g} ms" for k, v in
+                       (("p99 ITL", itl), ("p99 TTFT", ttft)) if v is not None) or "no limits"
+    edge = capacity.highest_measured(summary.records)
+    if edge is None:
+        return BestAnswer("", False, f"study {summary.name} has no measured load ladder yet "
+                                     f"({describe_counts(summary.records)})")
+    if rate is not None:
+        if rate > edge:
+            return BestAnswer("", False, f"{rate:g} req/s is above the highest measured "
+                                         f"level ({edge:g} req/s): tuner best does not "
+                                         "extrapolate")
+        found = capacity.lowest_latency_at(summary.records, rate, itl, ttft)
+        what = f"at {rate:g} req/s"
+    else:
+        found = capacity.most_capacity(summary.records, itl, ttft)
+        what = "capacity"
+    if found is None:
+        return BestAnswer("", False, f"no trial of study {summary.name} holds {limits} "
+                                     f"{'at ' + format(rate, 'g') + ' req/s' if rate else 'at any measured level'}")
+    chosen = found.trial
+    measured = (f"measured at {found.levels[0]:g} req/s" if len(found.levels) == 1 else
+                f"between the levels measured at {found.levels[0]:g} and "
+                f"{found.levels[1]:g} req/s")
+    tput = (f", {found.output_throughput:,.0f} tok/s"
+            if found.output_throughput is not None else "")
+    about = (f"trial {chosen.number}: {what} {found.rate:.3g} req/s with p99 ITL "
+             f"{found.p99_itl_ms:,.1f} ms, p99 TTFT {found.p99_ttft_ms:,.0f} ms{tput} "
+             f"({measured}); limits: {limits}")
+    doc = trial_document(spec, chosen, changed_flags(chosen.flags, summary.space.defaults),
+                         gains(chosen, default_baseline(summary.records), spec.objectives))
+    doc.update({"meets_limits": True, "answer": {
+        "rate_rps": found.rate, "p99_itl_ms": found.p99_itl_ms,
+        "p99_ttft_ms": found.p99_ttft_ms, "output_throughput": found.output_throughput,
+        "measured_levels_rps": list(found.levels), "reference": what,
+        "limits": {"p99_itl_ms": itl, "p99_ttft_ms": ttft}}})
+    return BestAnswer(_render(fmt, doc, about, spec, chosen, True), True, None, about)
