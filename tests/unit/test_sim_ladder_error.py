@@ -78,7 +78,7 @@ def test_level_rows_and_capacity_rows_compare_real_with_simulated():
     assert caps[0]["sim"] == "below 3 req/s"
     text = mod.render([{"gpu": "h100", "config": "default", "flags": [], "role": "held out",
                         "levels": rows, "capacity": caps,
-                        "checks": [{"trace": {"p99_itl_ms": 1.0, "p99_ttft_ms": 2.0},
+                        "checks": [{"client": {"p99_itl_ms": 1.0, "p99_ttft_ms": 2.0},
                                     "late_steps": 0.0, "valid": True,
                                     "invalid_reason": None}] * 3}], "python x", 1.0)
     assert text.splitlines()[2] == "    python x"
