@@ -157,14 +157,14 @@ def checks_table(levels: list[dict[str, Any]], checks: list[dict[str, Any]]) -> 
     """Whether the load generator read what the model says: the trace's p99s (reported)
     beside the load generator's, the server's late steps, the client's verdict."""
     out = ["| offered | sim p99 ITL ms, trace / client | sim p99 TTFT ms, trace / client | "
-           "late steps | client |", "|---|---|---|---|---|"]
+           "late steps | latest, wall ms | client |", "|---|---|---|---|---|---|"]
     for row, c in zip(levels, checks):
         rate = "inf" if math.isinf(row["rate"]) else f"{row['rate']:g} req/s"
         t = c["client"]
         verdict = "valid" if c["valid"] else f"invalid: {(c['invalid_reason'] or '')[:60]}"
         out.append(f"| {rate} | {row['p99_itl_ms']['sim']:.1f} / {t['p99_itl_ms']:.1f} | "
                    f"{row['p99_ttft_ms']['sim']:,.0f} / {t['p99_ttft_ms']:,.0f} | "
-                   f"{c['late_steps']:g} | {verdict} |")
+                   f"{c['late_steps']:g} | {c['max_late_ms']:.0f} | {verdict} |")
     return "\n".join(out)
 
 
@@ -209,6 +209,13 @@ def trace_figures(requests: list[dict[str, Any]], scale: float) -> dict[str, flo
     pick = lambda xs, q: float(np.percentile(xs, q)) if xs else math.nan  # noqa: E731
     return {"p99_itl_ms": pick(itls, 99), "median_itl_ms": pick(itls, 50),
             "p99_ttft_ms": pick(ttfts, 99), "median_ttft_ms": pick(ttfts, 50)}
+
+
+def max_lateness_ms(steps: list[list[float]], since: float) -> float:
+    """The latest a step's tokens went out after their due time (wall ms), over the steps
+    due from ``since`` (``/sim/trace``'s steps: due, lateness, ...). Beyond the engine's
+    50 ms slack the modelled timeline itself shifts, and the trace's figures with it."""
+    return max((st[1] * 1000 for st in steps if st[0] >= since), default=0.0)
 
 
 def json_safe(value: Any) -> Any:
@@ -282,11 +289,15 @@ def run_level(url: str, model: str, lv: Level, scale: float) -> tuple[Level, dic
     late = _metric(url, "tuner_sim:late_steps_total")
     r = asyncio.run(run_benchmark(url, model, workload, load, time_scale=scale))
     with urllib.request.urlopen(url + "/sim/trace", timeout=60) as resp:
-        traced = trace_figures(json.loads(resp.read())["requests"][-lv.requests:], scale)
+        trace = json.loads(resp.read())
+    mine = trace["requests"][-lv.requests:]
+    traced = trace_figures(mine, scale)
     client = {k: float(r.metrics[k]) for k in (*METRICS, "request_throughput")}
     check = {"valid": r.valid, "invalid_reason": r.invalid_reason,
              "completed": r.metrics["completed"], "failures": r.failures,
              "late_steps": _metric(url, "tuner_sim:late_steps_total") - late,
+             "max_late_ms": max_lateness_ms(trace["steps"],
+                                            min((q["submitted"] for q in mine), default=0.0)),
              "client": client}
     figures = {**client, **traced}  # latencies the model's own; throughputs the client's
     return Level(lv.rate, lv.requests, lv.input_len, lv.output_len, lv.burstiness, lv.seed,

@@ -79,7 +79,7 @@ def test_level_rows_and_capacity_rows_compare_real_with_simulated():
     text = mod.render([{"gpu": "h100", "config": "default", "flags": [], "role": "held out",
                         "levels": rows, "capacity": caps,
                         "checks": [{"client": {"p99_itl_ms": 1.0, "p99_ttft_ms": 2.0},
-                                    "late_steps": 0.0, "valid": True,
+                                    "late_steps": 0.0, "max_late_ms": 0.0, "valid": True,
                                     "invalid_reason": None}] * 3}], "python x", 1.0)
     assert text.splitlines()[2] == "    python x"
     assert "| 3 req/s | 60 | 20.0 / 30.0 (+50%) |" in text
@@ -95,6 +95,12 @@ def test_trace_figures_are_in_simulated_time():
     assert f["median_itl_ms"] == pytest.approx(10.0)  # 5 ms of wall time, x2
     assert f["median_ttft_ms"] == pytest.approx(40.0)  # (10 + 30) / 2 x2
     assert f["p99_ttft_ms"] == pytest.approx(2 * (10 + 0.99 * 20))
+
+
+def test_lateness_counts_only_the_steps_of_the_level():
+    steps = [[1.0, 0.200, 8, 0.0, 0.01], [5.0, 0.003, 8, 0.0, 0.01], [6.0, 0.020, 8, 0.0, 0.01]]
+    assert mod.max_lateness_ms(steps, 4.0) == pytest.approx(20.0)
+    assert mod.max_lateness_ms(steps, 7.0) == 0.0
 
 
 def test_json_is_strict():
