@@ -28,6 +28,7 @@ from tuner import optuna_adapter
 from contenders.plan import SearchPlan
 from tuner.search import FrontSettings, warm_start
 from tuner.search.front import MOVE
+from tuner.space.compile_grid import compile_key
 from tuner.trials import queries, record
 from tuner.trials.record import TrialRecord
 
@@ -91,7 +92,8 @@ def run_one(profile: Profile, truth: Truth, c: Contender, seed: int,
     """Trials in the order they finished: {"points": [[tok/s, p99 ITL] | None], "slo"
     (whether each point met the study's SLOs, as the runner's constraints read them; None
     where nothing was measured), "outcomes", "moves" (what proposed each: "baseline", or
-    the ``front:move`` kind and aim), "ask_ms", "duplicates", "stopped"}; the study is
+    the ``front:move`` kind and aim), "ask_ms", "duplicates", "stopped", "launches" (each
+    launched trial's budget, sequences and compile key: ``search_compile.py``)}; the study is
     appended to ``studies`` when given (for diagnostics that read each trial's flags:
     ``search_moves.py``)."""
     warnings.filterwarnings("ignore")
@@ -110,6 +112,7 @@ def run_one(profile: Profile, truth: Truth, c: Contender, seed: int,
     slo: list[bool | None] = []
     outcomes: list[str] = []
     moves: list[str] = []
+    launches: list[list[Any]] = []
     ask_ms: list[float] = []
     running: deque = deque()
     noise_rng = random.Random(seed)
@@ -121,6 +124,8 @@ def run_one(profile: Profile, truth: Truth, c: Contender, seed: int,
         outcome = told.outcome
         outcomes.append(outcome)
         moves.append(_move(study, trial, told))
+        if outcome != record.INFEASIBLE:
+            launches.append(_launch(told.flags))
         o = truth.outcome(told.flags) if outcome == record.MEASURED else None
         p = point(o) if o is not None else None
         points.append(None if p is None else [-p[0], p[1]])
@@ -158,7 +163,14 @@ def run_one(profile: Profile, truth: Truth, c: Contender, seed: int,
         trial, prop, base = running.popleft()
         finish(trial, _measure(profile, truth, prop, base, c.noise, noise_rng))
     return {"points": points, "slo": slo, "outcomes": outcomes, "moves": moves,
-            "ask_ms": ask_ms, "duplicates": dups, "stopped": stopped}
+            "ask_ms": ask_ms, "duplicates": dups, "stopped": stopped, "launches": launches}
+
+
+def _launch(flags) -> list[Any]:
+    """[budget, sequences, compile key (None when eager)] of a launched configuration."""
+    key = compile_key(flags)
+    return [flags.get("max_num_batched_tokens"), flags.get("max_num_seqs"),
+            None if key is None else list(key)]
 
 
 def _move(study: optuna.Study, trial: optuna.Trial, told: TrialRecord) -> str:
