@@ -1,6 +1,8 @@
 """Repair: move a proposal that breaks a rule to the nearest valid configuration.
 
-Repair leaves a valid configuration unchanged and is idempotent. When the nearest
+Valid is: every rule met and every flag of vLLM's compile key on the space's grid
+(``compile_grid``: a budget snapped up where a rule needs more). Repair leaves a valid
+configuration unchanged and is idempotent. When the nearest
 configuration would leave the space (a fixed value changed, a value outside its range),
 the proposal is infeasible: it is recorded without a launch.
 """
@@ -10,9 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from tuner.space.compile_grid import GRID_RULE, on_grid
 from tuner.space.space import SearchSpace
 
-MAX_PASSES = 8
+MAX_PASSES = 12  # a rule's move, its flag onto the grid, the next rule's move, ...
 
 
 @dataclass(frozen=True)
@@ -48,15 +51,19 @@ def repair(space: SearchSpace, flags: Mapping[str, Any]) -> Repaired:
     applied: list[str] = []
     for _ in range(MAX_PASSES):
         broken = space.rules.violations(current, space.context)
-        if not broken:
+        if broken:
+            broken[0].repair(current, space.context)
+            applied.append(broken[0].id)
+            continue
+        move = on_grid(space, current)
+        if move is None:
             break
-        rule = broken[0]
-        rule.repair(current, space.context)
-        applied.append(rule.id)
+        current[move[0]] = move[1]
+        applied.append(GRID_RULE)
     else:
-        broken = space.rules.violations(current, space.context)
+        left = [r.id for r in space.rules.violations(current, space.context)]
         return Repaired(dict(flags), tuple(applied),
-                        "no valid configuration near: " + ", ".join(r.id for r in broken))
+                        "no valid configuration near: " + ", ".join(left or [GRID_RULE]))
     outside = _in_space(space, current)
     if outside:
         how = f"repair by {applied[-1]} leaves the space" if applied else "outside the space"

@@ -16,6 +16,7 @@ from optuna.distributions import (BaseDistribution, CategoricalDistribution,
 
 from tuner.space.defaults import vllm_defaults
 from tuner.space.check import check_fixed, check_names, check_override
+from tuner.space.compile_grid import compile_grids
 from tuner.space.installed import engine_defaults, unusable
 from tuner.numerics import is_lossy, lossy_flags, lossy_names, numerics
 from tuner.space.params import CATALOGUE, Param, param
@@ -45,6 +46,9 @@ class SearchSpace:
     engine: str = ""
     notes: tuple[str, ...] = ()
     default_sources: Mapping[str, str] = field(default_factory=dict)
+    # The values each tuned flag of vLLM's compile key may take (``compile_grid``); repair
+    # moves a proposal onto them. Empty: no grid (a space built by hand).
+    grids: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "names", tuple(p.name for p in self.params) +
@@ -232,6 +236,7 @@ def build_space(spec: StudySpec, installed: Installed | None = None) -> SearchSp
             to_distribution(p)
         except ValueError as e:  # e.g. a log scale over a range that reaches 0
             raise ValueError(f"space.ranges.{p.name}: {e}") from e
-    return SearchSpace(tuple(params), fixed, defaults, ctx, rule_set(sp.rules),
-                       lossy=opted_in, engine=installed.label if installed is not None else "",
-                       notes=tuple(notes), default_sources=sources)
+    space = SearchSpace(tuple(params), fixed, defaults, ctx, rule_set(sp.rules),
+                        lossy=opted_in, engine=installed.label if installed is not None else "",
+                        notes=tuple(notes), default_sources=sources)
+    return replace(space, grids=compile_grids(space))

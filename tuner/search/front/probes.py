@@ -50,13 +50,14 @@ def probe(h: History, s: FrontSettings, seed: int | None
 def moved(h: History, s: FrontSettings, here: Mapping[str, Any],
           factors: Mapping[str, float], jitter: np.random.Generator) -> dict[str, Any]:
     """``here`` with each flag of ``factors`` the space searches scaled by its factor,
-    jittered on a log scale by up to ``s.jitter`` (drawn from ``jitter``), made valid."""
+    jittered on a log scale by up to ``s.jitter`` (drawn from ``jitter``), made valid and
+    put on the space's compile grid."""
     params = dict(here)
     for name, factor in factors.items():
         if name in h.space:
             f = factor * math.exp(jitter.uniform(-s.jitter, s.jitter))
             params[name] = clip(h.space[name], here[name] * f)
-    return params
+    return s.grid(params) if s.grid is not None else params
 
 
 def parents(h: History, s: FrontSettings) -> list[FrozenTrial]:

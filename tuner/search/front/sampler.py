@@ -60,7 +60,10 @@ class FrontSampler(optuna.samplers.BaseSampler):
         return {}
 
     def sample_independent(self, study, trial, param_name, param_distribution) -> Any:
-        return self._random.sample_independent(study, trial, param_name, param_distribution)
+        value = self._random.sample_independent(study, trial, param_name, param_distribution)
+        if self.settings.grid is None:
+            return value
+        return self.settings.grid({param_name: value})[param_name]  # on the compile grid
 
     def reseed_rng(self) -> None:
         self._rng = np.random.default_rng()

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Callable, Mapping
 
 from tuner.space import build_space, repair
+from tuner.space.compile_grid import snap
 from tuner.space.distributions import clip
 from tuner.trials.reference import ReferenceRule, study_rule
 
@@ -40,6 +41,9 @@ class FrontSettings:
     # params -> the parameters the space's rules repair them to (None: no valid
     # configuration near): candidates are scored where they will run
     repair: Callable[[dict], dict | None] | None = None
+    # params -> the same with vLLM's compile-key flags on the space's grid
+    # (``tuner.space.compile_grid``): a probe or a random draw proposes what will run
+    grid: Callable[[dict], dict] | None = None
     # -- probes (``probes``)
     probes: tuple[Mapping[str, float], ...] = PROBES
     jitter: float = 0.25  # log-scale jitter of a probe's factors, drawn from the seed
@@ -88,6 +92,11 @@ class FrontSettings:
                 return None
             out = {n: clip(d, fixed.flags[n]) for n, d in dists.items() if n in fixed.flags}
             return out if None not in out.values() and len(out) == len(dists) else None
+
+        def gridded(params: dict) -> dict:
+            whole = space.complete(params) if set(dists) <= set(params) else params
+            return {**params, **{n: v for n, v in snap(space, whole).items()
+                                 if n in space.grids and n in params}}
         modes = tuple(n for n in dists if (p := space.param(n)) is not None and p.mode)
         return cls(study_rule(spec), tuple(o.metric for o in spec.objectives), repair=repaired,
-                   cells=modes)
+                   grid=gridded, cells=modes)
