@@ -5,7 +5,8 @@ compile key of every launched trial, in launch order) and counts, per contender,
 and rule set over its seeds: the compiled launches (not eager), those whose (budget,
 sequences) pair an earlier compiled launch of the run already had, and those whose whole
 compile key (``tuner.space.compile_grid.COMPILE_KEY``) it had: the starts that load the
-artefact instead of compiling, on one box with the caches kept (docs/starts.md).
+artefact instead of compiling, on one box with the caches kept (docs/starts.md). The last
+column runs the seeds one after another on one box: a key any earlier run compiled hits.
 
     .venv/bin/python bench/search_compile.py /tmp/grid-before.json
 """
@@ -18,37 +19,48 @@ from collections import defaultdict
 from typing import Any
 
 
-def hits(launches: list[list[Any]]) -> tuple[int, int, int]:
-    """(compiled launches, pair repeats, key repeats) of one run."""
+def hits(launches: list[list[Any]], box: set[tuple] | None = None) -> tuple[int, ...]:
+    """(compiled launches, pair repeats, key repeats, key hits on ``box``) of one run;
+    ``box``: the keys compiled before it on its box, to which its own are added."""
+    box = set() if box is None else box
     pairs: set[tuple] = set()
     keys: set[tuple] = set()
-    compiled = pair_hits = key_hits = 0
+    compiled = pair_hits = key_hits = box_hits = 0
     for budget, seqs, key in launches:
         if key is None:
             continue
+        key = tuple(key)
         compiled += 1
         pair_hits += (budget, seqs) in pairs
-        key_hits += tuple(key) in keys
+        key_hits += key in keys
+        box_hits += key in box
         pairs.add((budget, seqs))
-        keys.add(tuple(key))
-    return compiled, pair_hits, key_hits
+        keys.add(key)
+        box.add(key)
+    return compiled, pair_hits, key_hits, box_hits
 
 
 def table(data: dict) -> list[str]:
     """One markdown row per (contender, profile, rules): sums over the seeds."""
-    sums: dict[tuple, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
-    for run in data["runs"]:
+    sums: dict[tuple, list[int]] = defaultdict(lambda: [0, 0, 0, 0, 0])
+    boxes: dict[tuple, set] = defaultdict(set)
+    for run in sorted(data["runs"], key=lambda r: r["seed"]):
         if "launches" not in run:
             continue
-        row = sums[(run["contender"], run["profile"], run["rules"])]
-        for i, n in enumerate((1, *hits(run["launches"]))):
-            row[i] += n
+        cell = (run["contender"], run["profile"], run["rules"])
+        for i, n in enumerate((1, *hits(run["launches"], boxes[cell]))):
+            sums[cell][i] += n
     out = ["| contender | profile | rules | runs | compiled starts | pair repeats | "
-           "key repeats (hit share) |", "|---|---|---|---|---|---|---|"]
-    for (c, p, r), (runs, compiled, pair, key) in sorted(sums.items()):
-        share = f"{key / compiled:.0%}" if compiled else "-"
-        out.append(f"| {c} | {p} | {r} | {runs} | {compiled} | {pair} | {key} ({share}) |")
+           "key repeats (hit share) | key hits, seeds in turn on one box |",
+           "|---|---|---|---|---|---|---|---|"]
+    for (c, p, r), (runs, compiled, pair, key, box) in sorted(sums.items()):
+        out.append(f"| {c} | {p} | {r} | {runs} | {compiled} | {pair} | "
+                   f"{key} ({_share(key, compiled)}) | {box} ({_share(box, compiled)}) |")
     return out
+
+
+def _share(n: int, of: int) -> str:
+    return f"{n / of:.0%}" if of else "-"
 
 
 def main() -> None:

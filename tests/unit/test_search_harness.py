@@ -9,6 +9,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
+from search_compile import hits, table  # noqa: E402
 from search_report import curve, reach, repeats  # noqa: E402
 from search_run import Contender, run_one  # noqa: E402
 from search_truth import load_profile  # noqa: E402
@@ -48,6 +49,27 @@ def test_autotune_grid_runs_its_grid_once_and_repeats_are_free():
     # max_num_seqs above the token budget is repaired down: those repeat measured points
     assert run["duplicates"] > 0 and run["stopped"] == "grid exhausted"
     assert len(run["outcomes"]) + run["duplicates"] == 40
+
+
+def test_each_launch_records_its_compile_key_and_repeats_are_counted():
+    profile = load_profile("llama3-8b-h200", "article")
+    run = run_one(profile, StandIn(), Contender("r", SearchPlan("random")), seed=3, n_trials=12)
+    launched = [o for o in run["outcomes"] if o != "infeasible"]
+    assert len(run["launches"]) == len(launched)
+    for budget, seqs, key in run["launches"]:
+        assert budget in profile.space.grids["max_num_batched_tokens"]
+        assert key is None or key[0] == budget
+    a, b = ["k", 1], ["k", 2]
+    # eager starts compile nothing; the third start repeats the first's pair and key; the
+    # second run on the same box hits the keys the first compiled
+    first = [[2048, 256, a], [1024, 8, None], [2048, 256, a], [4096, 256, b]]
+    box: set = set()
+    assert hits(first, box) == (3, 1, 1, 1)
+    assert hits([[4096, 256, b], [8192, 64, ["k", 3]]], box) == (2, 0, 0, 1)
+    data = {"runs": [{"contender": "c", "profile": "p", "rules": "r", "seed": s,
+                      "launches": launches} for s, launches in
+                     ((1, [[4096, 256, b]]), (0, first))]}
+    assert table(data)[-1] == "| c | p | r | 2 | 4 | 1 | 1 (25%) | 2 (50%) |"
 
 
 def test_parallel_workers_keep_the_budget():
