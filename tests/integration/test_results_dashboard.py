@@ -72,6 +72,7 @@ def test_publish_twice_overwrites_figures_and_keeps_user_notes(storage_url):
 
 
 def test_dashboard_usage_errors(storage_url, run_cli):
+    make_study(storage_url, "empty", name="other")  # a storage that holds another study
     code, _, err = run_cli("dashboard", "nope", "--storage", storage_url, "--port", "1")
     assert code == 2 and "no study 'nope'" in err
     code, _, err = run_cli("dashboard", "--storage", storage_url, "--port", "70000")
