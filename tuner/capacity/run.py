@@ -11,6 +11,7 @@ latency-vs-load curve (``tuner.trials.curve``).
 
 from __future__ import annotations
 
+import asyncio
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -26,6 +27,12 @@ from tuner.trials.curve import Curve, Level
 # prime, apart from the runner's RUN_SEED_STEP (tuner/runner/measure.py), so that a level
 # never repeats a confirmation run's prompts either.
 LEVEL_SEED_STEP = 104_729
+
+# A level whose client could not keep up (its event loop lagged, or it read several
+# messages at once) measured the client, not the server: it runs again after a pause,
+# at most this many times, before it counts as not held (as the trial's benchmark does).
+CLIENT_RETRIES = 1
+CLIENT_PAUSE_S = 1.0
 
 OnLevel = Callable[[int, int, float], None]
 
@@ -81,9 +88,15 @@ async def climb(base_url: str, model: str, workload: WorkloadSpec, load: LoadSpe
             on_level(len(levels) + 1, plan.max_levels, rate)
         seeded = workload.model_copy(
             update={"seed": workload.seed + (len(levels) + 1) * LEVEL_SEED_STEP})
-        result = await run_benchmark(base_url, model, seeded,
-                                     level_load(load, rate, level_s, time_scale),
-                                     slo=slo, time_scale=time_scale)
+        for attempt in range(1 + CLIENT_RETRIES):
+            if attempt:  # the client, not the server, was measured: measure the level again
+                await asyncio.sleep(CLIENT_PAUSE_S)
+            result = await run_benchmark(base_url, model, seeded,
+                                         level_load(load, rate, level_s, time_scale),
+                                         slo=slo, time_scale=time_scale)
+            if result.valid or not (result.lag_reason
+                                    or result.metrics.get("coalesced_reads")):
+                break
         levels.append(level_of(rate, result))
         held[rate] = bool(levels[-1].held)
     verdict = assess(held, saturated, plan).verdict
