@@ -60,19 +60,36 @@ def _show(name: str, url: str) -> int:
     return 0
 
 
+# How the demo's plot names an objective's axis.
+AXES = {"output_throughput": "tok/s", "p99_itl_ms": "p99 ITL ms",
+        "capacity_rps": "req/s within SLOs", "reference_p99_itl_ms": "p99 ITL ms at {rate:g} req/s"}
+
+
 def _front_plot(name: str, url: str) -> str:
-    """The front's trade-off in the terminal: p99 ITL across, output tokens/s up."""
+    """The front's trade-off in the terminal: the minimised objective across, the
+    maximised one up (a two-objective study of one of each; else nothing)."""
     from tuner.trials.pareto import pareto_front
     from tuner.trials.queries import load_records
     from tuner.results.textplot import front_plot
     from tuner.storage import open_study
 
     opened = open_study(name, url)
-    front = pareto_front(load_records(opened.study), opened.spec.objectives)
-    pts = [(r.metric("p99_itl_ms"), r.metric("output_throughput")) for r in front]
+    objectives = opened.spec.objectives
+    ups = [o.metric for o in objectives if o.direction == "maximize"]
+    downs = [o.metric for o in objectives if o.direction == "minimize"]
+    if len(ups) != 1 or len(downs) != 1:
+        return ""
+    front = pareto_front(load_records(opened.study), objectives)
+    pts = [(r.metric(downs[0]), r.metric(ups[0])) for r in front]
     pts = [p for p in pts if None not in p]
     if not pts:
         return ""
-    itl = [p[0] for p in pts]
-    return (f"\nThe front: {len(pts)} points, p99 ITL {min(itl):,.1f}-{max(itl):,.1f} ms "
-            f"({max(itl) / min(itl):.1f}x)\n" + front_plot(pts))
+    rate = opened.spec.capacity.reference_rate or 0
+    x_label = AXES.get(downs[0], downs[0]).format(rate=rate)
+    y_label = AXES.get(ups[0], ups[0]).format(rate=rate)
+    xs, ys = [p[0] for p in pts], [p[1] for p in pts]
+    small = max(ys) < 100  # requests/s: decimals matter
+    return (f"\nThe front: {len(pts)} points, {x_label} {min(xs):,.1f}-{max(xs):,.1f} "
+            f"({max(xs) / min(xs):.1f}x)\n"
+            + front_plot(pts, x_label=x_label, y_label=y_label,
+                         y_format=",.2f" if small else ",.0f"))

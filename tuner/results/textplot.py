@@ -6,7 +6,8 @@ from collections.abc import Sequence
 
 
 def front_plot(points: Sequence[tuple[float, float]], width: int = 48, height: int = 10,
-               x_label: str = "p99 ITL ms", y_label: str = "tok/s") -> str:
+               x_label: str = "p99 ITL ms", y_label: str = "tok/s",
+               y_format: str = ",.0f") -> str:
     """``points``: (x, y) pairs, e.g. (p99 ITL, output tokens/s); one ``*`` each, the
     axes' ends labelled. Empty when there are no points."""
     if not points:
@@ -18,7 +19,7 @@ def front_plot(points: Sequence[tuple[float, float]], width: int = 48, height: i
         col = round((x - x0) / (x1 - x0) * (width - 1)) if x1 > x0 else width // 2
         row = round((y1 - y) / (y1 - y0) * (height - 1)) if y1 > y0 else height // 2
         grid[row][col] = "*"
-    top, bottom = f"{y1:,.0f}", f"{y0:,.0f}"
+    top, bottom = format(y1, y_format), format(y0, y_format)
     pad = max(len(top), len(bottom), len(y_label))
     lines = [f"{y_label:>{pad}} |"]
     for i, cells in enumerate(grid):
