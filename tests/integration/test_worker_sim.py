@@ -98,7 +98,7 @@ def _registered(url, name, pid):
 @pytest.mark.slow
 def test_killed_worker_is_failed_by_heartbeat_and_another_continues(storage_url, study_file,
                                                                      tmp_path):
-    sim_study(study_file, storage_url, name="h", n=400, trials=4, scale=1)
+    sim_study(study_file, storage_url, name="h", n=400, trials=4, scale=4)
     env = {"TUNER_HOME": str(tmp_path), "TUNER_HEARTBEAT_S": "2"}
     a = start_worker("h", storage_url, "0", env=env)
     with ServerWatcher([a.pid]) as watcher:
