@@ -6,12 +6,17 @@
   cache, torch.compile and vLLM caches in the repo's ignored ``.vllm-cache/`` so that they
   are reused between runs).
 - ``tiny_model_dir``: the tiny Llama folder, written once per session by our own code.
-- ``tiny_server``: one eager server of that model per test module (a module's requests
-  never meet another module's state), its log in the module's own temporary folder.
+- ``tiny_server``: one eager server of that model shared by every test that asks for it
+  (each start costs a CPU-heavy half minute on 2 cores). Those tests run first and
+  together, and the server stops after the last of them, so the tests that start their own
+  servers never run beside it. No test reads state another left on it (counters, cache):
+  they ask for token counts, metric names, a greedy replay that agrees with itself, and
+  `vllm bench serve` runs. Its log is in a temporary folder of its own.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from pathlib import Path
@@ -19,7 +24,52 @@ from pathlib import Path
 import pytest
 
 from tuner.modelfolder import write_tiny_llama
-from tuner.testing.vllm_cpu import CACHE_DIR, default_python, start_vllm_cpu, vllm_cpu_env as _env
+from tuner.testing.vllm_cpu import (CACHE_DIR, Started, default_python, start_vllm_cpu,
+                                    vllm_cpu_env as _env)
+
+SHARED = "tiny_server"
+
+
+def _shares(item: pytest.Item) -> bool:
+    return SHARED in getattr(item, "fixturenames", ())
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config, items):
+    # after the root conftest's sort (stable): the shared server's tests first, together
+    items.sort(key=lambda item: not _shares(item))
+
+
+def pytest_runtest_teardown(item, nextitem):
+    if _shares(item) and (nextitem is None or not _shares(nextitem)):
+        _server.stop()
+
+
+class _SharedServer:
+    """Starts the server on first use; ``stop`` ends it (a later use starts another)."""
+
+    def __init__(self) -> None:
+        self._stack: contextlib.ExitStack | None = None
+        self._started: Started | None = None
+
+    def get(self, python: Path, env: dict[str, str], model_dir: Path, folder) -> Started:
+        """The running server, started first (its log in ``folder()``) if none runs."""
+        if self._started is None:
+            with contextlib.ExitStack() as stack:
+                self._started = stack.enter_context(start_vllm_cpu(
+                    python, model_dir, env, folder() / "server.log",
+                    ["--enforce-eager", "--max-model-len", "2048"]))
+                self._stack = stack.pop_all()
+            print(f"\nvLLM CPU healthy after {self._started.start_s:.1f} s", file=sys.stderr)
+        return self._started
+
+    def stop(self) -> None:
+        stack, self._stack, self._started = self._stack, None, None
+        if stack is not None:
+            stack.close()
+
+
+_server = _SharedServer()
 
 
 @pytest.fixture(scope="session")
@@ -44,10 +94,14 @@ def tiny_model_dir(tmp_path_factory) -> Path:
     return write_tiny_llama(tmp_path_factory.mktemp("tiny-llama"))
 
 
-@pytest.fixture(scope="module")
-def tiny_server(request, vllm_cpu_python, vllm_cpu_env, tiny_model_dir, tmp_path_factory):
-    log = tmp_path_factory.mktemp(request.module.__name__.rsplit(".", 1)[-1]) / "server.log"
-    with start_vllm_cpu(vllm_cpu_python, tiny_model_dir, vllm_cpu_env, log,
-                        ["--enforce-eager", "--max-model-len", "2048"]) as started:
-        print(f"\nvLLM CPU healthy after {started.start_s:.1f} s", file=sys.stderr)
-        yield started
+@pytest.fixture(scope="session", autouse=True)
+def _shared_server_stopped():
+    """An interrupted session stops the shared server too."""
+    yield
+    _server.stop()
+
+
+@pytest.fixture
+def tiny_server(vllm_cpu_python, vllm_cpu_env, tiny_model_dir, tmp_path_factory) -> Started:
+    return _server.get(vllm_cpu_python, vllm_cpu_env, tiny_model_dir,
+                       lambda: tmp_path_factory.mktemp("tiny-server"))
