@@ -24,8 +24,10 @@ output_len = 8
 max_concurrency = 4
 num_requests = 8
 warmup_requests = 1
-max_client_lag_ms = 50
-min_gap_share = 0.5
+# the launch is this test's business, not the measurement: at this time scale the gaps
+# between tokens are too short to see, and an invalid run is run again, twice, after a pause
+max_client_lag_ms = 10000
+min_gap_share = 0.0
 [search]
 n_trials = 2
 [engine]
