@@ -6,7 +6,9 @@ Draws start from a small simulator study and change it: [space] fixed values, ra
 choices of any type (negative, NaN, strings, lists), workload sizes, GPU names, unknown
 keys, broken TOML. `study create` runs in-process (an exception would fail the test), the
 worker as a real process. Bounded for a loaded 2-core machine: few examples, a fixed
-seed (the same draws each run), a simulator 1000 times faster than real time."""
+seed (the same draws each run), a simulator 1000 times faster than real time (whose gaps
+between tokens no client sees: the study asks for no share of them, or each run would be
+judged invalid and run again)."""
 
 from __future__ import annotations
 
@@ -33,7 +35,7 @@ START_S, BENCH_S = 30, 60
 BASE = {
     "model": {"path": "models/llama3-8b"},
     "workload": {"input_len": 64, "output_len": 8, "max_concurrency": 4, "num_requests": 6,
-                 "warmup_requests": 0, "max_client_lag_ms": 1000},
+                 "warmup_requests": 0, "max_client_lag_ms": 1000, "min_gap_share": 0.0},
     "search": {"n_trials": 2, "baselines": False},
     "engine": {"kind": "sim", "time_scale": 1000, "start_timeout_s": START_S,
                "benchmark_timeout_s": BENCH_S},
