@@ -73,6 +73,24 @@ def study_file(tmp_path):
 
 
 @pytest.fixture
+def shared_engine_answer(tmp_path_factory):
+    """``share(study_path)``: the study's installed vLLM asked once per session, across
+    pytest-xdist workers (``tuner.testing.engine_answers``), for tests that are not about
+    the asking."""
+    from tuner.storage import load_study_file
+    from tuner.testing.engine_answers import share_answer
+
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # the folder of this run's workers' own folders
+
+    def share(path: Path) -> None:
+        share_answer(load_study_file(path), root / "engine-answers")
+
+    return share
+
+
+@pytest.fixture
 def run_cli(capsys):
     """Run `tuner ARGS` in-process; returns (exit code, stdout, stderr)."""
     from tuner.cli import main

@@ -39,8 +39,10 @@ def _opts_in(path: Path) -> bool:
 
 
 @pytest.mark.parametrize("path", STUDIES, ids=[s.stem for s in STUDIES])
-def test_no_study_proposes_a_lossy_value_unless_it_opts_in(path, tmp_path, run_cli):
+def test_no_study_proposes_a_lossy_value_unless_it_opts_in(path, tmp_path, run_cli,
+                                                           shared_engine_answer):
     copy = _copy(path, tmp_path)
+    shared_engine_answer(copy)
     code, out, err = run_cli("space", "sample", copy, "-n", str(N), "--json", "--seed", "7")
     assert code == 0, err
     shown = [json.loads(line) for line in out.splitlines()]

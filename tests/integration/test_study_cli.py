@@ -78,8 +78,10 @@ CASES = [(s, r) for s in STUDIES for r in ("article", "vllm-v1")]
 
 
 @pytest.mark.parametrize("path,rules", CASES, ids=[f"{s.stem}-{r}" for s, r in CASES])
-def test_ten_thousand_samples_break_no_rule(path, rules, tmp_path, run_cli):
+def test_ten_thousand_samples_break_no_rule(path, rules, tmp_path, run_cli,
+                                           shared_engine_answer):
     variant = _variant(path, rules, tmp_path)
+    shared_engine_answer(variant)
     code, out, err = run_cli("space", "sample", variant, "-n", "10000", "--json")
     assert code == 0, err
     space = build_space(load_study_file(variant))
