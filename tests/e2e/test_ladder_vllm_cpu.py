@@ -1,0 +1,45 @@
+"""The load ladder on the real vLLM CPU build: one warm-up at full load, then open-loop
+levels on the same server, and the curve it records (tuner.capacity.run_ladder). Rates and
+latencies are whatever this machine gives; the test checks what the curve must say about
+them, never how fast they are."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from tuner.capacity.run import run_ladder
+from tuner.loadgen import SLO, LoadSpec, WorkloadSpec
+from tuner.loadgen.ladder import LadderPlan
+from tuner.trials.curve import Curve
+
+pytestmark = pytest.mark.e2e
+
+SLO_ITL_MS, SLO_TTFT_MS = 500.0, 3000.0
+
+
+def test_a_ladder_on_the_real_server_records_its_curve(tiny_server, tiny_model_dir):
+    workload = WorkloadSpec(input_len=32, output_len=16, vocab_size=1000)
+    # a loaded 2-core box: judge the client's lag and the gaps it sees loosely
+    load = LoadSpec(max_concurrency=4, num_requests=24, warmup_requests=2,
+                    max_client_lag_ms=200.0, min_gap_share=0.0)
+    levels = []
+    run = asyncio.run(run_ladder(
+        tiny_server.server.url, str(tiny_model_dir), workload, load,
+        SLO(ttft_p99_ms=SLO_TTFT_MS, itl_p99_ms=SLO_ITL_MS), LadderPlan(max_levels=3),
+        level_s=6.0, on_level=lambda k, n, rate: levels.append((k, n, rate))))
+    curve = Curve.from_json(run.curve.to_json())  # what a trial stores, read back
+    assert run.warmup.metrics["completed"] == 24 and curve.saturated_rps > 0
+    assert 1 <= len(curve.levels) <= 3
+    assert [k for k, _, _ in levels] == list(range(1, len(curve.levels) + 1))
+    assert [r for _, _, r in levels] == [lv.offered_rps for lv in curve.levels]
+    assert curve.levels[0].offered_rps == pytest.approx(curve.saturated_rps / 2)
+    for lv in curve.levels:
+        assert lv.requests and lv.requests > 0 and lv.output_throughput > 0
+        assert lv.p50_itl_ms <= lv.p99_itl_ms and lv.p50_ttft_ms <= lv.p99_ttft_ms
+        if lv.held:
+            assert lv.p99_itl_ms <= SLO_ITL_MS and lv.p99_ttft_ms <= SLO_TTFT_MS
+    held = [lv.offered_rps for lv in curve.levels if lv.held]
+    assert curve.capacity_rps == (max(held) if held else 0.0)
+    assert curve.verdict in ("bracketed", "saturated", "none-held", "budget")
