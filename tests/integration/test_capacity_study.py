@@ -57,6 +57,11 @@ def test_a_capacity_study_tells_capacity_and_keeps_each_trials_curve(storage_url
         assert "ladder" in t.user_attrs["phases"]
         assert m["output_throughput"] > 0  # the saturated benchmark stays on the record
     _best_answers_from_the_stored_curves(storage_url, tmp_path)
+    out = _tuner("report", "cap", "--storage", storage_url, "-o", tmp_path / "r.html",
+                 home=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert (tmp_path / "r-curves.png").stat().st_size > 0  # the front's curves, drawn
+    assert 'src="r-curves.png"' in (tmp_path / "r.html").read_text()
 
 
 def _tuner(*args, home):

@@ -130,6 +130,8 @@ def _figures(s: Summary, out: Path) -> list[Path]:
         return []
     written = [charts.pareto_png(s, Path(f"{stem}-pareto.png")),
                charts.hypervolume_png(s, Path(f"{stem}-hypervolume.png"))]
+    if any(row.record.curve is not None for row in s.front):
+        written.append(charts.curves_png(s, Path(f"{stem}-curves.png")))
     if s.effects:
         written.append(charts.effects_png(s, Path(f"{stem}-effects.png")))
     return written
