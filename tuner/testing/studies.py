@@ -104,7 +104,11 @@ def _command(spec: StudySpec, launch: Mapping[str, Any]) -> list[str]:
 
 def _propose(space: SearchSpace, params: Mapping[str, Any]) -> tuple[TrialRecord, dict,
                                                                       str | None]:
-    """(record, flags, infeasible reason) as the runner's proposal step makes them."""
+    """(record, flags, infeasible reason) as the runner's proposal step makes them; the
+    hand-picked ones (``OFF_GRID``) as a study made before the compile grid stored them."""
+    if params.get(OFF_GRID):
+        space = dataclasses.replace(space, grids={})
+        params = {k: v for k, v in params.items() if k != OFF_GRID}
     fixed = repair(space, space.complete(params))
     asked = TrialRecord(flags=dict(fixed.flags), launch=dict(fixed.flags),
                         repaired=tuple(fixed.fixed_rules))
@@ -153,6 +157,10 @@ def scripted_accuracy(spec: StudySpec, told: TrialRecord,
         return record.with_accuracy(spec, told, guard.replay_attrs(spec, told.flags, figures, 0))
     return told
 
+
+# Marks a hand-picked configuration: stored off the compile grid, as a study made before
+# the grid (tuner/space/compile_grid.py) has them; such studies still load and show.
+OFF_GRID = "__off_grid__"
 
 # What a converging search proposes on this model: chunked prefill with a budget below the
 # default, a high memory share, an fp8 KV cache. The first two beat the default baseline;
@@ -225,7 +233,7 @@ def _proposals(kind: str, space: SearchSpace, seed: int) -> Iterator[dict[str, A
     rng = random.Random(seed + 1)
     names = [p.name for p in space.params]
     if kind == "mixed":
-        yield from ({k: g[k] for k in names} for g in GOOD)
+        yield from ({k: g[k] for k in names} | {OFF_GRID: True} for g in GOOD)
     first = None
     for i in itertools.count(len(GOOD) if kind == "mixed" else 0):
         if kind == "mixed" and i == 5 and first is not None:
@@ -259,7 +267,8 @@ def _build(storage_url: str, kind: str, n: int, seed: int, name: str | None,
         told = teller.told(number, attrs, flags, infeasible)
         study.add_trial(optuna.trial.create_trial(
             state=TrialState.COMPLETE if told.state == "complete" else TrialState.FAIL,
-            values=list(told.values) if told.values is not None else None, params=params,
+            values=list(told.values) if told.values is not None else None,
+            params={k: v for k, v in params.items() if k != OFF_GRID},
             distributions=dists, user_attrs=told.to_user_attrs(),
             constraints=dict(told.constraints) or None))
     if in_progress:
