@@ -49,6 +49,8 @@ class Contender:
     note: str = ""
     trials: int | None = None  # a longer run than the matrix's (random search's trials to 90%)
     noise: float = 0.0  # the told metrics x (1 + noise * N(0, 1)); scored on the true ones
+    # FrontSettings fields changed from the study's (a rule switched off: search_ablation.py)
+    settings: tuple[tuple[str, Any], ...] = ()
 
 
 def _tell(study: optuna.Study, trial: optuna.Trial, told: TrialRecord, constraints: bool) -> None:
@@ -99,9 +101,10 @@ def run_one(profile: Profile, truth: Truth, c: Contender, seed: int,
     warnings.filterwarnings("ignore")
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     plan = c.plan or SearchPlan("random", constraints=False)
+    front = dataclasses.replace(FrontSettings.for_study(profile.spec, profile.space),
+                                **dict(c.settings))
     study = optuna.create_study(directions=[o.direction for o in profile.spec.objectives],
-                                sampler=plan.sampler_for(
-                                    seed, front=FrontSettings.for_study(profile.spec, profile.space)))
+                                sampler=plan.sampler_for(seed, front=front))
     limit = _enqueue_autotune(study, profile, seed) if c.plan is None else None
     if studies is not None:
         studies.append(study)

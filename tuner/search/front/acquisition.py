@@ -125,16 +125,17 @@ def end_improvement(draws: np.ndarray, fronts: np.ndarray, ref: np.ndarray,
 
 
 def choose(gain: np.ndarray, pf: np.ndarray, sd: np.ndarray, any_feasible: bool,
-           nudge: float) -> int:
+           nudge: float, fallback: bool = True) -> int:
     """The candidate to propose: the largest expected improvement times the probability of
     feasibility ``pf``; while no measured trial is feasible, or where nothing is expected
     to add, the likeliest to be feasible (``sd``, the posterior spread weighed by
     ``nudge``, breaks ties). With an empty front the improvement is the whole box a
     candidate dominates, so the product would favour a large box at long odds over a
     likely feasible point (Optuna's constrained GPSampler also drops the improvement then;
-    Gelbart et al., 2014)."""
+    Gelbart et al., 2014). ``fallback`` False: always the product
+    (``FrontSettings.feasible_first`` off)."""
     score = pf * gain
-    if not any_feasible or score.max() <= 0:
+    if fallback and (not any_feasible or score.max() <= 0):
         score = pf + nudge * sd
     return int(np.argmax(score))
 
@@ -144,9 +145,12 @@ def aim(moves: Sequence[Mapping[str, Any]], count: int, ends: int) -> str:
     (``ehvi``), or, one model proposal in ``ends`` (counted over the earlier ``moves``),
     one end of the front (``end:0``, then ``end:1``, ..., in turn: the front is covered
     from both ends, where a point adds little volume but answers a user's tightest
-    limit); with one objective its expected improvement (``ei``: the front has no ends)."""
+    limit); with one objective its expected improvement (``ei``: the front has no ends);
+    ``ends`` 0: never an end."""
     if count == 1:
         return "ei"
+    if ends <= 0:
+        return "ehvi"
     n = sum(1 for m in moves if m.get("kind") == "model")
     if n % ends != ends - 1:
         return "ehvi"
@@ -161,20 +165,24 @@ def gain(goal: str, draws: np.ndarray, fronts: np.ndarray, ref: np.ndarray) -> n
 
 
 def posterior_draws(objs: Objectives, at: np.ndarray, measured: np.ndarray,
-                    cands: np.ndarray, preds, k: int, rng: np.random.Generator
-                    ) -> tuple[np.ndarray, np.ndarray]:
+                    cands: np.ndarray, preds, k: int, rng: np.random.Generator,
+                    joint: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """``k`` posterior draws of the front (the processes at ``at``) and of the candidates
     (``preds``: each process's mean and sd there), jointly (``joint_draws``): (k x points
     x d, k x candidates x d; d objectives), minimised; each ``measured`` point of the
-    front made better by its ties (``Objectives.better``)."""
+    front made better by its ties (``Objectives.better``). ``joint`` False: the front at the
+    processes' means, each candidate drawn apart from it (``FrontSettings.joint_front``)."""
     normal = np.random.default_rng(rng.integers(2 ** 32))
     d = len(objs.gps)
     z_f, z_c = normal.standard_normal((d, k, len(at))), normal.standard_normal((d, k, 1))
     fronts, draws = [], []
     for j, (gp, (mean_c, sd_c)) in enumerate(zip(objs.gps, preds)):
         mean_f, _ = gp.predict(at)
-        f, c = joint_draws(mean_f, gp.covariance(at, at), mean_c, gp.covariance(at, cands),
-                           sd_c ** 2, z_f[j], z_c[j])
+        if joint:
+            f, c = joint_draws(mean_f, gp.covariance(at, at), mean_c,
+                               gp.covariance(at, cands), sd_c ** 2, z_f[j], z_c[j])
+        else:
+            f, c = np.broadcast_to(mean_f, (k, len(at))), mean_c + sd_c * z_c[j]
         fronts.append(f)
         draws.append(c)
     return objs.better(np.stack(fronts, -1), measured), objs.minimised(np.stack(draws, -1))

@@ -78,10 +78,11 @@ def candidates(h: History, s: FrontSettings, rng: np.random.Generator,
     ``lengths``) and moves around it, snapped, repaired, fresh."""
     X, cat = h.measured_x, h.enc.categorical()
     front = onfront(h)
-    out = [trust_region(X[front], cat, lengths, s.candidates, rng, s)]
-    out += [local_moves(X[i], cat, rng, s) for i in front]
+    out = [trust_region(X[front], cat, lengths if s.weighted_region else None, s.candidates,
+                        rng, s)]
+    out += [local_moves(X[i], cat, rng, s) for i in front] if s.local_moves else []
     cands = np.array([h.enc.snap(x) for x in np.vstack(out)])
-    if s.repair is not None:  # where the rules will run them
+    if s.repair is not None and s.repair_candidates:  # where the rules will run them
         fixed = [s.repair(h.enc.decode(x)) for x in cands]
         cands = np.array([h.enc.encode(f) for f in fixed if f is not None]).reshape(
             -1, X.shape[1])

@@ -167,15 +167,16 @@ def _posterior(X, y, kernel: Kernel, noise, mean, scale) -> tuple[float, GP]:
 
 
 def fit(X: np.ndarray, y: np.ndarray, noise_floor: float | None = None,
-        cells: np.ndarray | None = None) -> GP:
+        cells: np.ndarray | None = None, hold_unmoved: bool = True) -> GP:
     """The process of the best marginal likelihood over the grid (see the module);
     ``noise_floor``: the least noise variance in the data's units (default: the least
-    tried); ``cells``: the dimensions (bool each) whose values make a cell, or None."""
+    tried); ``cells``: the dimensions (bool each) whose values make a cell, or None;
+    ``hold_unmoved``: the flags the data never moved are held inert (``unmoved``)."""
     if noise_floor is None:
         noise_floor = PROCESS.noises[0]
     mean, scale = float(y.mean()), float(y.std()) or 1.0
     noises = [max(n, noise_floor / scale ** 2) for n in PROCESS.noises]
-    inert = unmoved(X, cells)
+    inert = unmoved(X, cells) if hold_unmoved else np.zeros(X.shape[1], bool)
     best, best_lml = None, -math.inf
     for length in PROCESS.lengths:
         for noise in noises:

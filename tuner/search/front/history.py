@@ -57,6 +57,12 @@ def origin(t: FrozenTrial, space: Mapping[str, BaseDistribution]) -> dict[str, A
     return out
 
 
+def placed(t: FrozenTrial, space: Mapping[str, BaseDistribution], as_run: bool
+           ) -> dict[str, Any]:
+    """``origin`` when ``as_run``, else the trial's parameters in the space."""
+    return origin(t, space) if as_run else {n: t.params.get(n) for n in space}
+
+
 def moves_of(trials: Sequence[FrozenTrial]) -> list[Mapping[str, Any]]:
     """The proposals' moves (``MOVE``) the trials hold."""
     return [t.system_attrs[MOVE] for t in trials if isinstance(t.system_attrs.get(MOVE), dict)]
@@ -101,6 +107,12 @@ class History:
     measured_x: np.ndarray  # where each measured trial ran (``origin``)
     echoes: tuple[tuple[int, np.ndarray], ...]  # (measured index, row) measuring alike
     boxes: tuple[np.ndarray, ...]  # per trial with echoes: its row and theirs
+    as_run: bool = True  # a trial is where it ran (``origin``), else as asked
+
+    def at(self, t: FrozenTrial) -> dict[str, Any]:
+        """Where ``t`` is in the space: where it ran (``origin``), or, without the rule
+        ``FrontSettings.as_run``, its parameters as asked."""
+        return placed(t, self.space, self.as_run)
 
     @property
     def count(self) -> int:
@@ -124,7 +136,8 @@ def history(settings: FrontSettings, trials: Sequence[FrozenTrial], directions,
     fix = settings.repair
     pending = tuple(dict(p) for p in pending)
     asked = [enc.encode(t.params) for t in trials]
-    asked += [enc.encode(origin(t, space)) for t in trials]
+    if settings.as_run:
+        asked += [enc.encode(origin(t, space)) for t in trials]
     if fix is not None:  # a trial in flight has no flags yet: as it will run
         fixed = [fix(dict(t.params)) for t in trials if t.state == TrialState.RUNNING]
         asked += [enc.encode(f) for f in fixed if f is not None]
@@ -134,20 +147,21 @@ def history(settings: FrontSettings, trials: Sequence[FrozenTrial], directions,
     told = tuple(t for t in trials if t.state == TrialState.COMPLETE
                  and record_of(t).outcome != Outcome.DUPLICATE)
     measured = tuple(t for t in told if started(t))
-    measured_x = np.array([enc.encode(origin(t, space))
+    measured_x = np.array([enc.encode(placed(t, space, settings.as_run))
                            for t in measured]).reshape(-1, len(enc.names))
-    echoes = tuple(_echoes(settings, enc, space, measured))
+    echoes = tuple(_echoes(settings, enc, space, measured)) if settings.echoes else ()
     return History(
         space=space, enc=enc,
         maximise=np.array([d == optuna.study.StudyDirection.MAXIMIZE for d in directions]),
-        cells=np.array([n in settings.cells for n in enc.names]),
+        cells=np.array([settings.cell_kernel and n in settings.cells for n in enc.names]),
         trials=tuple(trials), told=told, measured=measured,
         running=tuple(t for t in trials if t.state == TrialState.RUNNING),
         pending=pending,
         moves=tuple(moves) if moves is not None else tuple(moves_of(trials)),
         default=next((t for t in trials if record_of(t).baseline == "default"), None),
         asked=np.array(asked).reshape(-1, len(enc.names)), measured_x=measured_x,
-        echoes=echoes, boxes=_boxes(echoes, measured_x))
+        echoes=echoes, boxes=_boxes(echoes, measured_x) if settings.echo_boxes else (),
+        as_run=settings.as_run)
 
 
 def _echoes(settings: FrontSettings, enc: Encoding, space, measured
@@ -157,7 +171,7 @@ def _echoes(settings: FrontSettings, enc: Encoding, space, measured
     it never reached, moved), where the space's rules leave it as it is."""
     out = []
     for i, t in enumerate(measured):
-        here = origin(t, space)
+        here = placed(t, space, settings.as_run)
         told = record_of(t)
         for params in unbound_moves(here, told.server, space, told.flags):
             fixed = settings.repair(dict(params)) if settings.repair is not None else params

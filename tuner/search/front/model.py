@@ -32,7 +32,7 @@ from typing import Callable
 import numpy as np
 
 from tuner.search.front.gp import GP, fit
-from tuner.search.front.history import History, feasible, origin, record_of, started
+from tuner.search.front.history import History, feasible, record_of, started
 from tuner.search.front.settings import STARTS, FrontSettings
 
 POWERS = (-1.0, 0.0, 0.5, 1.0, 2.0)  # Box and Cox's named powers (0: the log)
@@ -58,15 +58,17 @@ def relative(sd: float, typical: float, power: float) -> float:
 
 
 def fit_power(X: np.ndarray, v: np.ndarray, spread: float = 0.0,
-              cells: np.ndarray | None = None) -> tuple[GP, float]:
-    """The process of positive values ``v`` on the Box-Cox power (of ``POWERS``) of the best
+              cells: np.ndarray | None = None, powers: tuple[float, ...] = POWERS,
+              hold_unmoved: bool = True) -> tuple[GP, float]:
+    """The process of positive values ``v`` on the Box-Cox power (of ``powers``) of the best
     likelihood, the Jacobian counted: (process on that scale, power). ``spread``: the
     measured relative spread, the noise floor (as on the log scale)."""
     typical = float(np.median(v))
     best, best_ll, best_power = None, -math.inf, 0.0
-    for power in POWERS:
+    for power in powers:
         z = box_cox(v, power)
-        gp = fit(X, z, noise_floor=(spread * typical ** power) ** 2, cells=cells)
+        gp = fit(X, z, noise_floor=(spread * typical ** power) ** 2, cells=cells,
+                 hold_unmoved=hold_unmoved)
         ll = gp.log_likelihood() + (power - 1.0) * float(np.log(v).sum())
         if ll > best_ll:
             best, best_ll, best_power = gp, ll, power
@@ -97,9 +99,11 @@ class Objectives:
         return self.minimised(z) * factor
 
 
-def in_flight(h: History) -> np.ndarray:
+def in_flight(h: History, s: FrontSettings) -> np.ndarray:
     """The configurations in flight (running trials', then those still being asked), one
-    row each."""
+    row each (none without the rule ``FrontSettings.believer``)."""
+    if not s.believer:
+        return np.zeros((0, len(h.enc.names)))
     return np.array([h.enc.encode(t.params) for t in h.running]
                     + [h.enc.encode(p) for p in h.pending]).reshape(-1, len(h.enc.names))
 
@@ -110,18 +114,22 @@ def objectives(h: History, s: FrontSettings, running: np.ndarray) -> Objectives:
     values = np.maximum(np.abs(np.array([t.values for t in h.measured], float)), s.floor)
     spread = measured_spread(h, s)
     Xe, ve = echoed(h, h.measured_x, values)
-    fits = [fit_power(Xe, ve[:, j], spread[j], h.cells) for j in range(h.count)]
+    fits = [fit_power(Xe, ve[:, j], spread[j], h.cells, POWERS if s.box_cox else (0.0,),
+                      s.hold_unmoved) for j in range(h.count)]
     powers = tuple(power for _, power in fits)
     gps = tuple(gp.believing(running) for gp, _ in fits)
     typical = np.median(values, 0)
     ties = np.array([max(spread[j], relative(gps[j].noise_sd, typical[j], powers[j]), s.tie)
-                     for j in range(h.count)])
+                     if s.ties else 0.0 for j in range(h.count)])
     return Objectives(gps, powers, h.maximise, ties)
 
 
 def measured_spread(h: History, s: FrontSettings) -> np.ndarray:
     """Each objective's median relative spread (range over median) over the measured
-    trials repeated at least twice (the record's ``spread``: confirmation runs), else 0."""
+    trials repeated at least twice (the record's ``spread``: confirmation runs), else 0
+    (always 0 without the rule ``FrontSettings.measured_spread``)."""
+    if not s.measured_spread:
+        return np.zeros(h.count)
     out = []
     for m in s.metrics or ("",) * h.count:
         spreads = [record_of(t).spread.get(m) for t in h.measured]
@@ -146,12 +154,14 @@ Probability = Callable[[np.ndarray], np.ndarray]
 
 
 def probability(X: np.ndarray, y: np.ndarray, running: np.ndarray, noise: float,
-                cells: np.ndarray | None, sd_floor: float) -> Probability:
+                cells: np.ndarray | None, sd_floor: float,
+                hold_unmoved: bool = True) -> Probability:
     """P(value > 0) under a process fitted to ``y`` (constant when ``y`` is)."""
     if len(y) == 0 or np.ptp(y) == 0:
         p = 1.0 if len(y) == 0 or y[0] > 0 else 0.0
         return lambda c: np.full(len(c), p)
-    gp = fit(X, y, noise_floor=noise, cells=cells).believing(running)
+    gp = fit(X, y, noise_floor=noise, cells=cells, hold_unmoved=hold_unmoved
+             ).believing(running)
 
     def prob(c: np.ndarray) -> np.ndarray:
         mu, sd = gp.predict(c)
@@ -164,9 +174,10 @@ _erf = np.vectorize(math.erf)
 
 def feasibility(h: History, s: FrontSettings, running: np.ndarray) -> Probability:
     """P(started) x P(every SLO met) as a function of candidates (see the module)."""
-    X = np.array([h.enc.encode(origin(t, h.space)) for t in h.told])
+    X = np.array([h.enc.encode(h.at(t)) for t in h.told])
     y = np.array([1.0 if started(t) else -1.0 for t in h.told])
-    models = [probability(X, y, running, s.started_noise, h.cells, s.sd_floor)]
+    models = [probability(X, y, running, s.started_noise, h.cells, s.sd_floor,
+                          s.hold_unmoved)]
     keys = sorted({k for t in h.measured for k in (t.constraints or {}) if k != STARTS})
     for key in keys:
         has = np.array([key in (t.constraints or {}) for t in h.measured])
@@ -174,8 +185,9 @@ def feasibility(h: History, s: FrontSettings, running: np.ndarray) -> Probabilit
         Xc, c = echoed(h, h.measured_x, c[:, None], has)
         c = c[:, 0]
         scale = float(np.median(np.abs(c))) or 1.0
-        models.append(probability(Xc, -np.sign(c) * np.log1p(np.abs(c) / scale), running,
-                                  s.slo_noise, h.cells, s.sd_floor))
+        met = -np.sign(c) * np.log1p(np.abs(c) / scale) if s.slo_scale else -c
+        models.append(probability(Xc, met, running, s.slo_noise, h.cells, s.sd_floor,
+                                  s.hold_unmoved))
 
     def prob(cands: np.ndarray) -> np.ndarray:
         return np.prod([m(cands) for m in models], axis=0)

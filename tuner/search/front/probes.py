@@ -25,8 +25,8 @@ import numpy as np
 from optuna.trial import FrozenTrial
 
 from tuner.search.front.candidates import unasked
-from tuner.search.front.history import History, origin, probes_held, record_of, started
-from tuner.search.front.settings import FrontSettings
+from tuner.search.front.history import History, probes_held, record_of, started
+from tuner.search.front.settings import CORNER, MIRRORED, FrontSettings
 from tuner.space.distributions import clip
 
 
@@ -36,15 +36,21 @@ def probe(h: History, s: FrontSettings, seed: int | None
     configuration not asked yet: (params, move), or None when none is left."""
     done = probes_held(h.moves)
     for parent in parents(h, s):
-        here = origin(parent, h.space)
+        here = h.at(parent)
         for i, factors in enumerate(s.probes):
-            if (parent.number, i) in done:
+            if (parent.number, i) in done or not made(s, i):
                 continue
             params = moved(h, s, here, factors, np.random.default_rng(
                 [i, 0 if seed is None else seed + 1]))
             if params != here and unasked(h, s, params):
                 return params, {"kind": "probe", "probe": i, "parent": parent.number}
     return None
+
+
+def made(s: FrontSettings, i: int) -> bool:
+    """Whether probe ``i`` is made: the corner and the mirrored ones only while their rules
+    are on."""
+    return (s.corner_probe or i != CORNER) and (s.mirrored_probes or i not in MIRRORED)
 
 
 def moved(h: History, s: FrontSettings, here: Mapping[str, Any],
@@ -55,7 +61,8 @@ def moved(h: History, s: FrontSettings, here: Mapping[str, Any],
     params = dict(here)
     for name, factor in factors.items():
         if name in h.space:
-            f = factor * math.exp(jitter.uniform(-s.jitter, s.jitter))
+            f = factor * math.exp(jitter.uniform(-s.jitter, s.jitter)) if s.jitter_probes \
+                else factor
             params[name] = clip(h.space[name], here[name] * f)
     return s.grid(params) if s.grid is not None else params
 
@@ -70,7 +77,7 @@ def parents(h: History, s: FrontSettings) -> list[FrozenTrial]:
     every objective (the default counts when the rules took nothing from it)."""
     if h.default is None or not started(h.default):
         return []
-    here = origin(h.default, h.space)
+    here = h.at(h.default)
     mine, fixed = cell(h, s, here), cell(h, s, here, True)
     taken = {n: v for n, v in mine.items() if fixed[n] != v}
     out, cells = [h.default], [mine]
@@ -79,7 +86,7 @@ def parents(h: History, s: FrontSettings) -> list[FrozenTrial]:
     for t in h.trials:
         if t is h.default or not record_of(t).baseline or not started(t):
             continue
-        flags = origin(t, h.space)
+        flags = h.at(t)
         own, repaired = cell(h, s, flags), cell(h, s, flags, True)
         if taken:  # keeps what the rules took, as the rules leave it
             apart = taken
@@ -88,7 +95,8 @@ def parents(h: History, s: FrontSettings) -> list[FrozenTrial]:
             apart = {n: own[n] for n in s.cells if n in own}
             keeps = bool(apart) and repaired == own and all(
                 any(c[n] != v for n, v in apart.items()) for c in cells)
-        if keeps and own not in cells and not dominated(h, s, t, apart, bool(taken)):
+        beaten = s.beaten_parents and dominated(h, s, t, apart, bool(taken))
+        if keeps and own not in cells and not beaten:
             out.append(t)
             cells.append(own)
     return out
@@ -101,7 +109,7 @@ def dominated(h: History, s: FrontSettings, t: FrozenTrial, taken: Mapping[str, 
     change the default, so its values cannot be had and do not count)."""
     mine = h.minimised(np.array(t.values))
     for other in h.measured:
-        flags = cell(h, s, origin(other, h.space))
+        flags = cell(h, s, h.at(other))
         if (changed and other is h.default) or all(flags[n] == v for n, v in taken.items()):
             continue
         theirs = h.minimised(np.array(other.values))

@@ -39,7 +39,7 @@ def by_model(h: History, s: FrontSettings, rng: np.random.Generator) -> Proposal
     ``min_trials`` measured trials or when no candidate is fresh."""
     if len(h.measured) < s.min_trials:
         return None
-    running = in_flight(h)
+    running = in_flight(h, s)
     objs = objectives(h, s, running)
     feas = feasibility(h, s, running)
     cands = candidates(h, s, rng, weights([gp.lengths for gp in objs.gps]))
@@ -49,12 +49,12 @@ def by_model(h: History, s: FrontSettings, rng: np.random.Generator) -> Proposal
     at = np.vstack([h.measured_x[ok], running])  # the front's points: feasible, in flight
     preds = [gp.predict(cands) for gp in objs.gps]  # (mean, sd) of each objective
     fronts, draws = posterior_draws(objs, at, np.arange(len(at)) < ok.sum(), cands, preds,
-                                    s.draws, rng)
-    goal = aim(h.moves, h.count, s.ends)
+                                    s.draws, rng, s.joint_front)
+    goal = aim(h.moves, h.count, s.ends if s.end_pushes else 0)
     gains = gain(goal, draws, fronts, reference(h, s))
     sd = np.stack([p[1] for p in preds], 1)
     pf = feas(cands)
-    best = choose(gains, pf, sd.sum(1), any_feasible(h), s.nudge)
+    best = choose(gains, pf, sd.sum(1), any_feasible(h), s.nudge, s.feasible_first)
     return h.enc.decode(cands[best]), {"kind": "model", "aim": goal,
                                        "gain": float(gains[best]),
                                        "feasible": float(pf[best])}

@@ -86,7 +86,10 @@ def claimed(settings: FrontSettings, study, trial, move: Mapping[str, Any],
             h: History) -> bool:
     """Whether another trial holds this proposal: the same probe, or (any move) the same
     configuration that a trial still being asked proposed (a probe clipped to the space's
-    edge is the same configuration whatever its jitter)."""
+    edge is the same configuration whatever its jitter); never without the rule
+    ``FrontSettings.claim_check``."""
+    if not settings.claim_check:
+        return False
     others = [t for t in study.get_trials(deepcopy=False) if t.number != trial.number]
     if move["kind"] == "probe" and (move.get("parent"), move.get("probe")) in \
             probes_held(moves_of(others)):

@@ -3,7 +3,7 @@ score it is built with (``FrontSettings.for_study``)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Callable, Mapping
 
 from tuner.space import build_space, repair
@@ -27,6 +27,8 @@ PROBES: tuple[Mapping[str, float], ...] = (
     {"max_num_batched_tokens": 4.0},
     {"max_num_seqs": 4.0},
 )
+CORNER = 1  # the index in PROBES of the article's low-latency corner (``corner_probe``)
+MIRRORED = (4, 5)  # the indices in PROBES of the mirrored probes (``mirrored_probes``)
 
 
 @dataclass(frozen=True)
@@ -34,7 +36,13 @@ class FrontSettings:
     """What the sampler needs of the study and how hard it looks.
 
     ``reference``: the study's score (``tuner.trials.reference.study_rule``);
-    ``metrics``: the objectives' metric names (to read a trial's measured spread)."""
+    ``metrics``: the objectives' metric names (to read a trial's measured spread).
+
+    The plain algorithm is probes from the default, then expected (hypervolume)
+    improvement times the probability of feasibility under Gaussian processes, over
+    candidates in a trust region around the measured front. Each rule beyond it is a
+    boolean below (True: on, the default; ``rules()`` names them; docs/search.md says what
+    each buys, measured by bench/search_ablation.py)."""
 
     reference: ReferenceRule
     metrics: tuple[str, ...] = ()
@@ -47,15 +55,31 @@ class FrontSettings:
     # -- probes (``probes``)
     probes: tuple[Mapping[str, float], ...] = PROBES
     jitter: float = 0.25  # log-scale jitter of a probe's factors, drawn from the seed
-    # the probes also move from each started baseline in another categorical cell when the
-    # rules move the default's own probes out of its cell
+    jitter_probes: bool = True  # rule: each probe's factors jittered (``jitter``) by the seed
+    corner_probe: bool = True  # rule: a probe to the article's low-latency corner (``CORNER``)
+    mirrored_probes: bool = True  # rule: the one-flag probes mirrored upwards (``MIRRORED``)
+    # rule: the probes also move from each started baseline in another categorical cell
+    # when the rules move the default's own probes out of its cell (or in another mode)
     regimes: bool = True
+    beaten_parents: bool = True  # rule: a parent beaten on every objective gets no probes
     # a proposal another worker holds is made again, at most this many times per probe
     claims: int = 4
+    claim_check: bool = True  # rule: a proposal another worker holds is made again
+    # -- history (``history``)
+    as_run: bool = True  # rule: a trial is where it ran (its effective flags), not as asked
+    echoes: bool = True  # rule: a cap a trial's engine never reached, moved, counts as measured
+    echo_boxes: bool = True  # rule: nothing is proposed inside the box a trial's echoes span
     # -- models (``model``)
     min_trials: int = 4  # measured trials before the model proposes
     # mode switches (``Param.mode``): each side of them is a cell of the surrogates' kernel
     cells: tuple[str, ...] = ()
+    cell_kernel: bool = True  # rule: the kernel's cell term over ``cells`` (else a plain one)
+    box_cox: bool = True  # rule: each objective on its likeliest Box-Cox power (else the log)
+    hold_unmoved: bool = True  # rule: a flag the data never moved is held inert in the kernel
+    measured_spread: bool = True  # rule: confirmation runs' spread is a noise floor and a tie
+    ties: bool = True  # rule: a front point counts better by its spread (a gain inside is a tie)
+    slo_scale: bool = True  # rule: each SLO's violation on a signed log scale (else as is)
+    believer: bool = True  # rule: trials in flight are told at the model's mean (Kriging believer)
     floor: float = 1e-9  # the least objective value: the Box-Cox powers need positive ones
     started_noise: float = 0.01  # noise floor of the +1/-1 process of starting
     slo_noise: float = 1e-4  # noise floor of each SLO's process (signed log scale)
@@ -71,13 +95,25 @@ class FrontSettings:
     move_share: float = 0.4  # a numeric flag moves in a move around a front point
     move_step: float = 0.1  # the sd of its step on the unit cube: a local move
     move_flip: float = 0.1  # a categorical flag takes a random value in such a move
+    weighted_region: bool = True  # rule: the region's sides weighed by the length scales
+    local_moves: bool = True  # rule: ``around`` moves around each front point join the candidates
+    repair_candidates: bool = True  # rule: candidates are scored where the rules will run them
     near: float = 0.005  # unit-cube distance within which a configuration was asked
     same: float = 1e-9  # unit-cube distance of one value (a categorical's, a box's corner)
     # -- acquisition (``acquisition``)
     draws: int = 32  # posterior samples per candidate
+    joint_front: bool = True  # rule: the front drawn jointly with each candidate (noisy EHVI)
+    end_pushes: bool = True  # rule: one model proposal in ``ends`` pushes an end of the front
     ends: int = 3  # one model proposal in this many pushes an end of the front
+    # rule: while no trial is feasible, or nothing is expected to add, the likeliest feasible
+    feasible_first: bool = True
     tie: float = 0.01  # relative differences below this are ties, without a measured spread
     nudge: float = 1e-6  # the posterior spread's weight when the odds of feasibility choose
+
+    @classmethod
+    def rules(cls) -> tuple[str, ...]:
+        """The names of the rules' switches (every boolean field)."""
+        return tuple(f.name for f in fields(cls) if f.type in (bool, "bool"))
 
     @classmethod
     def for_study(cls, spec, space=None) -> "FrontSettings":
