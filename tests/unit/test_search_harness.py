@@ -189,3 +189,28 @@ def test_two_runs_are_the_same_when_every_point_is_whatever_the_timings():
     assert differences({"runs": [run]}, {"runs": [slower]}) == []
     assert differences({"runs": [run]}, {"runs": [moved]}) == ["p/r/front/0: points differ"]
     assert differences({"runs": [run]}, {"runs": []}) == ["p/r/front/0: only in the first"]
+
+
+def test_a_rule_switched_off_changes_what_the_front_sampler_proposes():
+    from contenders.plan import PLANS
+
+    profile = load_profile("llama3-8b-h200", "vllm-v1")
+    on = run_one(profile, StandIn(), Contender("front", PLANS["auto"]), seed=0, n_trials=16)
+    off = run_one(profile, StandIn(), Contender("-end_pushes", PLANS["auto"],
+                                                settings=(("end_pushes", False),)),
+                  seed=0, n_trials=16)
+    assert any(m.startswith("model:end") for m in on["moves"])
+    assert any(m.startswith("model") for m in off["moves"])
+    assert not any(m.startswith("model:end") for m in off["moves"])
+
+
+def test_the_ablation_flags_a_rule_whose_cost_stays_inside_the_seeds_spread():
+    from search_ablation import contenders, verdicts
+
+    hv = {("p", "r", "front"): [0.90, 0.95, 1.00],  # spread 0.10
+          ("p", "r", "-cheap"): [0.88, 0.93, 0.99],  # costs 0.02
+          ("p", "r", "-dear"): [0.70, 0.75, 0.80]}  # costs 0.20
+    assert verdicts(hv, "front", "-cheap", [("p", "r")])["candidate"]
+    assert not verdicts(hv, "front", "-dear", [("p", "r")])["candidate"]
+    names = [c.name for c in contenders(["ties", "believer"])]
+    assert names == ["front", "-ties", "front x4", "-believer x4"]
