@@ -59,15 +59,6 @@ def test_a_configuration_the_rules_run_as_one_asked_was_asked():
     assert unasked(h, SETTINGS, {**DEFAULT, "max_num_seqs": 512})  # without the rule: new
 
 
-def test_inside_the_box_of_caps_the_engine_never_reached_nothing_is_fresh():
-    report = {"running_peak": 100.0, "kv_cache_usage_peak": 0.99, "preemptions": 0.0}
-    h = _history([row(DEFAULT, [1000.0, 20.0], server=report)])  # 256 to 1,024 alike
-    rows = [h.enc.encode({**DEFAULT, **moved}) for moved in (
-        {"max_num_seqs": 512}, {"max_num_seqs": 128}, {"enable_prefix_caching": False},
-        {"max_num_seqs": 512, "max_num_batched_tokens": 4096})]
-    assert fresh(h, SETTINGS, np.array(rows)).tolist() == [False, True, True, True]
-
-
 def test_the_front_is_the_measured_trials_no_other_beats_on_both_objectives():
     h = _history([row({**DEFAULT, "max_num_seqs": s}, v) for s, v in (
         (256, [1000.0, 20.0]), (64, [800.0, 10.0]), (128, [700.0, 15.0]))])

@@ -62,13 +62,12 @@ def test_a_trial_counts_where_it_ran_not_where_it_was_asked():
     assert {tuple(h.enc.encode(p).tolist()) for p in (DEFAULT, _with(max_num_seqs=512))} <= asked
 
 
-def test_a_cap_the_engine_never_reached_echoes_the_trial_and_spans_a_box_with_it():
+def test_a_cap_the_engine_never_reached_echoes_the_trial():
     report = {"running_peak": 100.0, "kv_cache_usage_peak": 0.99, "preemptions": 0.0}
     h = _history([row(DEFAULT, [1000.0, 20.0], baseline="default", server=report),
                   row(_with(max_num_seqs=64), [500.0, 10.0])])  # no report: no echo
     assert len(h.echoes) == 1 and h.echoes[0][0] == 0
     assert h.enc.decode(h.echoes[0][1]) == _with(max_num_seqs=1024)  # the space's top
-    assert len(h.boxes) == 1 and h.boxes[0].shape == (2, len(SPACE))
 
 
 def test_the_first_probe_moves_the_default_towards_low_latency_within_the_jitter():

@@ -5,16 +5,15 @@ import math
 import numpy as np
 import optuna
 import pytest
-from optuna.trial import TrialState
 
 from tuner import optuna_adapter
 from tuner.trials.reference import rule_for
 from tuner.search import warm_start
-from tuner.search.front import MOVE, PROBES, FrontSampler, FrontSettings, origin
+from tuner.search.front import MOVE, PROBES, FrontSampler, FrontSettings
 from tuner.search.front import gp as surrogate
 from tuner.search.front.acquisition import (expected_improvement, improvement, joint_draws,
                                             posterior_draws)
-from tuner.search.front.candidates import fresh, unasked
+from tuner.search.front.candidates import fresh
 from tuner.search.front.encoding import Encoding
 from tuner.search.front.gp import fit, unmoved
 from tuner.search.front.history import history
@@ -354,37 +353,3 @@ def test_the_move_keeps_the_proposed_parameters(space):
     moves = [t for t in study.trials if MOVE in t.system_attrs]
     assert len(moves) >= 8
     assert all(t.system_attrs[MOVE]["params"] == t.params for t in moves)
-
-
-def test_the_box_of_caps_the_engine_never_reached_counts_as_measured(space):
-    """The default ran 100 requests at its peak (of 1,024 sequences), a KV cache a third
-    full and prefix caching that found nothing: each cap moved part of the way to where it
-    stays unreached, or several moved at once (a quarter of the sequences with prefix
-    caching off), would measure the same and is not proposed. A cap moved where the engine
-    would have reached it, or another flag moved, is still fresh."""
-    study = optuna.create_study(directions=["maximize", "minimize"],
-                                sampler=FrontSampler(SETTINGS, seed=0))
-    warm_start(study, space)
-    dists = space.distributions()
-    t = study.ask(dists)
-    assert t.user_attrs["baseline"] == "default"
-    t.set_user_attr("flags", dict(t.params))
-    t.set_user_attr("server", {"running_peak": 100.0, "kv_cache_usage_peak": 0.3,
-                               "preemptions": 0.0, "prefix_cache_queries": 1000.0,
-                               "prefix_cache_hits": 0.0})
-    t.set_constraint("starts", 0.0)
-    study.tell(t, [1000.0, 50.0])
-    ran = origin(study.trials[0], dists)
-    assert ran["max_num_seqs"] == 1024 and ran["enable_prefix_caching"] is True
-    h = history(SETTINGS, study.get_trials(deepcopy=False, states=[TrialState.COMPLETE]),
-                study.directions, dists)
-
-    def new(**moved) -> bool:
-        return bool(fresh(h, SETTINGS, h.enc.encode({**ran, **moved})[None])[0])
-    assert not new(max_num_seqs=300)
-    assert not new(max_num_seqs=256, enable_prefix_caching=False)
-    assert not new(max_num_seqs=256, enable_prefix_caching=False, gpu_memory_utilization=0.93)
-    assert not unasked(h, SETTINGS, {**ran, "max_num_seqs": 300})
-    assert new(max_num_seqs=64)  # under the peak: the cap binds there
-    assert new(max_num_seqs=256, max_num_batched_tokens=ran["max_num_batched_tokens"] // 2)
-    assert new(gpu_memory_utilization=ran["gpu_memory_utilization"] - 0.2)

@@ -11,8 +11,8 @@ plateau point again). Here the incumbent is the measured front (each candidate a
 of its points, drawn at random). TuRBO grows and shrinks the side with successes and
 failures; within a study's model proposals it would stay near its start, which is kept.
 
-Fresh (``fresh``): not within ``near`` of an asked configuration, and not inside a box that
-a measured trial's engine showed would measure alike (``History.boxes``).
+Fresh (``fresh``): not within ``near`` of an asked configuration, nor of one that a measured
+trial's engine showed would measure alike (``History.echoes``).
 """
 
 from __future__ import annotations
@@ -91,19 +91,15 @@ def candidates(h: History, s: FrontSettings, rng: np.random.Generator,
 
 
 def fresh(h: History, s: FrontSettings, X: np.ndarray) -> np.ndarray:
-    """Rows of ``X`` not within ``near`` of an asked configuration, nor inside a box of
-    configurations that measure alike."""
-    if not len(h.asked):
+    """Rows of ``X`` not within ``near`` of an asked configuration, nor of one that
+    measures alike (``History.echoes``)."""
+    seen = np.vstack([h.asked, *(x[None] for _, x in h.echoes)]) if h.echoes else h.asked
+    if not len(seen):
         return np.ones(len(X), bool)
     cat = h.enc.categorical()
-    d = np.abs(X[:, None, :] - h.asked[None, :, :])
+    d = np.abs(X[:, None, :] - seen[None, :, :])
     same = np.where(cat, d < s.same, d < s.near).all(-1)
-    out = ~same.any(1)
-    for rows in h.boxes:
-        inside = (X >= rows.min(0) - s.near) & (X <= rows.max(0) + s.near)
-        one_of = (np.abs(X[:, None, :] - rows[None, :, :]) < s.same).any(1)
-        out &= ~np.where(cat, one_of, inside).all(-1)
-    return out
+    return ~same.any(1)
 
 
 def unasked(h: History, s: FrontSettings, params: Mapping[str, Any]) -> bool:

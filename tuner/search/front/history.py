@@ -4,8 +4,7 @@
 as run and as the rules will run what is in flight), what was told and measured, what is
 in flight, the proposals other workers hold, the default baseline, and the configurations
 that a measured trial's engine showed would measure alike (``echoes``: a cap it never
-reached, moved; ``tuner.space.unreached``) with the box each trial's echoes span
-(``boxes``). The mechanisms after it read the trials through it; a trial's record is
+reached, moved; ``tuner.space.unreached``). The mechanisms after it read the trials through it; a trial's record is
 read from the frozen trial it holds (``record_of``, ``origin``).
 """
 
@@ -106,7 +105,6 @@ class History:
     asked: np.ndarray  # every configuration asked, run, or in flight as it will run
     measured_x: np.ndarray  # where each measured trial ran (``origin``)
     echoes: tuple[tuple[int, np.ndarray], ...]  # (measured index, row) measuring alike
-    boxes: tuple[np.ndarray, ...]  # per trial with echoes: its row and theirs
     as_run: bool = True  # a trial is where it ran (``origin``), else as asked
 
     def at(self, t: FrozenTrial) -> dict[str, Any]:
@@ -160,8 +158,7 @@ def history(settings: FrontSettings, trials: Sequence[FrozenTrial], directions,
         moves=tuple(moves) if moves is not None else tuple(moves_of(trials)),
         default=next((t for t in trials if record_of(t).baseline == "default"), None),
         asked=np.array(asked).reshape(-1, len(enc.names)), measured_x=measured_x,
-        echoes=echoes, boxes=_boxes(echoes, measured_x) if settings.echo_boxes else (),
-        as_run=settings.as_run)
+        echoes=echoes, as_run=settings.as_run)
 
 
 def _echoes(settings: FrontSettings, enc: Encoding, space, measured
@@ -179,16 +176,3 @@ def _echoes(settings: FrontSettings, enc: Encoding, space, measured
             if fixed is not None and np.allclose(enc.encode(fixed), x):
                 out.append((i, x))
     return out
-
-
-def _boxes(echoes, measured_x: np.ndarray) -> tuple[np.ndarray, ...]:
-    """For each measured trial with echoes: its row and theirs (one each). Each cap was
-    unreached on its own, so the whole box they span counts as measured: every numeric
-    flag between the rows' least and greatest values, every categorical flag at one of the
-    rows' values (a cap moved part of the way to its unreached end, or two such caps moved
-    at once). Only the configurations the rules leave as they are span it, as only they
-    are the models' data (docs/decisions/0016-box-of-unreached-caps.md)."""
-    rows: dict[int, list[np.ndarray]] = {}
-    for i, x in echoes:
-        rows.setdefault(i, [measured_x[i]]).append(x)
-    return tuple(np.array(r) for r in rows.values())

@@ -68,7 +68,6 @@ class FrontSettings:
     # -- history (``history``)
     as_run: bool = True  # rule: a trial is where it ran (its effective flags), not as asked
     echoes: bool = True  # rule: a cap a trial's engine never reached, moved, counts as measured
-    echo_boxes: bool = True  # rule: nothing is proposed inside the box a trial's echoes span
     # -- models (``model``)
     min_trials: int = 4  # measured trials before the model proposes
     # mode switches (``Param.mode``): each side of them is a cell of the surrogates' kernel
