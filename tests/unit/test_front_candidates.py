@@ -4,13 +4,11 @@ and how a candidate is scored and chosen (toy trials and toy draws, no sampler).
 from dataclasses import replace
 
 import numpy as np
-import pytest
 from optuna.distributions import CategoricalDistribution, IntDistribution
 from optuna.study import StudyDirection
 
 from tuner.search.front.acquisition import aim, choose, gain
-from tuner.search.front.candidates import (candidates, fresh, local_moves, onfront, unasked,
-                                           weights)
+from tuner.search.front.candidates import candidates, fresh, onfront, unasked, weights
 from tuner.search.front.history import history
 from tuner.search.front.settings import FrontSettings
 from tuner.spec.study import DEFAULT_OBJECTIVES
@@ -73,16 +71,6 @@ def test_the_candidates_are_fresh_and_where_the_rules_run_them():
     cands = candidates(h, capped, np.random.default_rng(0))
     assert len(cands) > 0 and fresh(h, capped, cands).all()
     assert all(h.enc.decode(c)["max_num_seqs"] <= 256 for c in cands)
-
-
-def test_a_local_move_changes_a_few_flags_a_little():
-    many = replace(SETTINGS, around=4000)
-    centre, cat = np.array([0.0, 0.5, 0.5]), np.array([True, False, False])
-    moves = local_moves(centre, cat, np.random.default_rng(0), many)
-    moved = np.abs(moves - centre) > 0
-    assert moved[:, 1:].mean() == pytest.approx(SETTINGS.move_share, abs=0.03)
-    assert moved[:, 0].mean() == pytest.approx(SETTINGS.move_flip, abs=0.03)
-    assert np.abs(moves[:, 1:] - 0.5).std() < 2 * SETTINGS.move_step
 
 
 def test_the_trust_region_is_weighed_by_the_processes_geometric_mean():

@@ -6,7 +6,7 @@ speaks Optuna's protocol, and each mechanism is a module.
     probes        the start-up schedule: moves from the default the tuning guides name
     model         a process per objective (its Box-Cox power) and one of feasibility
     gp, encoding  the Gaussian process on the unit cube the configurations are encoded on
-    candidates    trust region around the measured front, local moves, repair, freshness
+    candidates    trust region around the measured front, repair, freshness
     acquisition   expected (hypervolume) improvement, an end of the front, the choice
     proposal      the next probe, else the model's proposal
     settings      every number it uses, with why (``FrontSettings``)

@@ -1,5 +1,5 @@
-"""Where the model looks: candidates in a trust region around the measured front and local
-moves around its points, each repaired to where it will run and kept only while fresh.
+"""Where the model looks: candidates in a trust region around the measured front, each
+repaired to where it will run and kept only while fresh.
 
 TuRBO (Eriksson et al., 2019) draws the candidates of each proposal in a box around the
 incumbent, of side ``FrontSettings.region`` on the unit cube times each dimension's weight:
@@ -52,20 +52,6 @@ def trust_region(centres: np.ndarray, categorical: np.ndarray, lengths: np.ndarr
     return np.clip(out, 0.0, 1.0)
 
 
-def local_moves(centre: np.ndarray, categorical: np.ndarray, rng: np.random.Generator,
-                s: FrontSettings) -> np.ndarray:
-    """``s.around`` moves from ``centre``: each numeric flag moved with probability
-    ``s.move_share`` by a normal step of sd ``s.move_step``, each categorical flag given a
-    random value with probability ``s.move_flip``; clipped to the cube."""
-    base = np.repeat(centre[None], s.around, 0)
-    move = rng.random(base.shape) < s.move_share
-    step = rng.normal(0.0, s.move_step, base.shape)
-    flip = rng.random(base.shape) < s.move_flip
-    moved = np.where(categorical, np.where(flip, rng.random(base.shape), base),
-                     np.where(move, base + step, base))
-    return np.clip(moved, 0.0, 1.0)
-
-
 def onfront(h: History) -> list[int]:
     """The measured trials that no other measured trial dominates (indices)."""
     mins = h.minimised(np.array([t.values for t in h.measured]))
@@ -75,13 +61,12 @@ def onfront(h: History) -> list[int]:
 def candidates(h: History, s: FrontSettings, rng: np.random.Generator,
                lengths: np.ndarray | None = None) -> np.ndarray:
     """Points in the trust region around the measured front (weighed by the processes'
-    ``lengths``) and moves around it, snapped, repaired, fresh."""
+    ``lengths``), snapped, repaired, fresh."""
     X, cat = h.measured_x, h.enc.categorical()
     front = onfront(h)
-    out = [trust_region(X[front], cat, lengths if s.weighted_region else None, s.candidates,
-                        rng, s)]
-    out += [local_moves(X[i], cat, rng, s) for i in front] if s.local_moves else []
-    cands = np.array([h.enc.snap(x) for x in np.vstack(out)])
+    out = trust_region(X[front], cat, lengths if s.weighted_region else None, s.candidates,
+                       rng, s)
+    cands = np.array([h.enc.snap(x) for x in out])
     if s.repair is not None and s.repair_candidates:  # where the rules will run them
         fixed = [s.repair(h.enc.decode(x)) for x in cands]
         cands = np.array([h.enc.encode(f) for f in fixed if f is not None]).reshape(

@@ -2,7 +2,7 @@
 
 The model's proposal, once ``min_trials`` trials are measured: one Gaussian process per
 objective and one of feasibility (``model``); candidates in a trust region around the
-measured front and moves around it (``candidates``); each scored by its expected
+measured front (``candidates``); each scored by its expected
 hypervolume improvement over the study's reference point (``tuner.trials.reference``: the
 whole front the SLOs allow), drawn jointly with the front, times its probability of
 feasibility; one proposal in ``ends`` instead pushes one end of the front

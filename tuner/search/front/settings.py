@@ -90,12 +90,7 @@ class FrontSettings:
     region: float = 0.8
     region_lengths: tuple[float, float] = (0.005, 2.0)  # TuRBO's bounds on the weights
     region_flip: float = 0.1  # a categorical flag takes a random value in the region
-    around: int = 16  # moves around each front point per proposal
-    move_share: float = 0.4  # a numeric flag moves in a move around a front point
-    move_step: float = 0.1  # the sd of its step on the unit cube: a local move
-    move_flip: float = 0.1  # a categorical flag takes a random value in such a move
     weighted_region: bool = True  # rule: the region's sides weighed by the length scales
-    local_moves: bool = True  # rule: ``around`` moves around each front point join the candidates
     repair_candidates: bool = True  # rule: candidates are scored where the rules will run them
     near: float = 0.005  # unit-cube distance within which a configuration was asked
     same: float = 1e-9  # unit-cube distance of one value (a categorical's, a box's corner)
