@@ -64,7 +64,7 @@ class FrontSettings:
     beaten_parents: bool = True  # rule: a parent beaten on every objective gets no probes
     # a proposal another worker holds is made again, at most this many times per probe
     claims: int = 4
-    claim_check: bool = True  # rule: a proposal another worker holds is made again
+    claim_check: bool = True  # rule: a worker proposes again when another holds its proposal
     # -- history (``history``)
     as_run: bool = True  # rule: a trial is where it ran (its effective flags), not as asked
     echoes: bool = True  # rule: a cap a trial's engine never reached, moved, counts as measured
@@ -93,7 +93,7 @@ class FrontSettings:
     weighted_region: bool = True  # rule: the region's sides weighed by the length scales
     repair_candidates: bool = True  # rule: candidates are scored where the rules will run them
     near: float = 0.005  # unit-cube distance within which a configuration was asked
-    same: float = 1e-9  # unit-cube distance of one value (a categorical's, a box's corner)
+    same: float = 1e-9  # unit-cube distance of one value (a categorical's)
     # -- acquisition (``acquisition``)
     draws: int = 32  # posterior samples per candidate
     joint_front: bool = True  # rule: the front drawn jointly with each candidate (noisy EHVI)
