@@ -13,13 +13,7 @@
 set -uo pipefail
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 PARTS=${1:-$REPO/.kit/p5}; LABEL=${2:-default}; STARTS=${3:-3}; shift 3 || true
-MODEL=/tmp/llama3-8b-dummy
-bash "$REPO/scripts/gpu/install.sh" "$PARTS" /nonexistent 2>&1 | grep -v "wheels of"
-PYTHONPATH=/tmp/site VLLM_USE_FLASHINFER_SAMPLER=0 /opt/torch/.venv/bin/python3 -c 'import vllm' \
-  2>/dev/null || { echo "vLLM not installed yet"; exit 3; }
-[ -f "$MODEL/config.json" ] || /opt/torch/.venv/bin/python3 /tmp/vllm-kit-work/vllm-kit/make_model.py \
-  "$MODEL" --shape 8b --verify
-source "$REPO/scripts/gpu/env.sh"
+source "$REPO/scripts/gpu/kit-ready.sh"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/gpu.txt"
 envs=(); for e in "$@"; do envs+=(--env "$e"); done
 if [ "$LABEL" = paths ]; then

@@ -9,13 +9,7 @@
 set -uo pipefail
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 PARTS=${1:-$REPO/.kit/p5}; shift
-MODEL=/tmp/llama3-8b-dummy
-bash "$REPO/scripts/gpu/install.sh" "$PARTS" /nonexistent 2>&1 | grep -v "wheels of"
-PYTHONPATH=/tmp/site VLLM_USE_FLASHINFER_SAMPLER=0 /opt/torch/.venv/bin/python3 -c 'import vllm' \
-  2>/dev/null || { echo "vLLM not installed yet"; exit 3; }
-[ -f "$MODEL/config.json" ] || /opt/torch/.venv/bin/python3 /tmp/vllm-kit-work/vllm-kit/make_model.py \
-  "$MODEL" --shape 8b --verify
-source "$REPO/scripts/gpu/env.sh"
+source "$REPO/scripts/gpu/kit-ready.sh"
 mkdir -p "$OUT/ladders"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/ladders/gpu.txt"
 "$TUNER_GPU_PY" "$REPO/scripts/gpu/rate_ladder.py" "$MODEL" "$OUT/ladders" "$@"
