@@ -14,10 +14,16 @@ pytestmark = pytest.mark.integration
 TRIALS = 20
 
 
+
+def gridded(spec):
+    """``spec`` with the compile grid on (``[space] compile_grid = true``)."""
+    return spec.model_copy(update={"space": spec.space.model_copy(update={"compile_grid": True})})
+
 def test_every_proposal_of_a_study_is_on_the_compile_grid(study_file, tmp_path):
     url = f"sqlite:///{tmp_path}/t.db"
-    spec = sim_study(study_file, url, name="g", n=32, trials=TRIALS, scale=2)
-    space = build_space(spec)
+    spec = sim_study(study_file, url, name="g", n=32, trials=TRIALS, scale=2,
+                     extra="\n[space]\ncompile_grid = true\n")
+    space = build_space(gridded(spec))
     assert set(space.grids) == {"max_num_batched_tokens", "max_num_seqs", "max_model_len"}
     proc = start_worker("g", url, env={"TUNER_HOME": str(tmp_path)}, log=tmp_path / "w.log")
     assert proc.wait(timeout=600) == 0, (tmp_path / "w.log").read_text()[-3000:]

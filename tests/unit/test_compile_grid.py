@@ -18,6 +18,11 @@ from tuner.testing.examples import ready_study_files
 STUDIES = ready_study_files()
 
 
+
+def gridded(spec):
+    """``spec`` with the compile grid on (``[space] compile_grid = true``)."""
+    return spec.model_copy(update={"space": spec.space.model_copy(update={"compile_grid": True})})
+
 def test_grid_is_two_values_per_doubling_with_the_ends_and_anchors():
     grid = grid_values(100, 5000, anchors=(3000, 7000))
     assert grid[0] == 100 and grid[-1] == 5000
@@ -39,7 +44,7 @@ def test_neighbours_nearer_first_on_a_log_scale():
 
 @pytest.mark.parametrize("path", STUDIES, ids=[s.stem for s in STUDIES])
 def test_grid_holds_the_baselines_and_the_fixed_values(path):
-    space = build_space(load_study_file(path))
+    space = build_space(gridded(load_study_file(path)))
     for name, grid in space.grids.items():
         p = space.param(name)
         assert grid[0] == p.low and grid[-1] == p.high
@@ -56,7 +61,7 @@ def test_a_fixed_model_length_is_on_the_budget_grid(study_file):
     path = study_file('[model]\npath = "models/llama3-8b"\n[workload]\ninput_len = 1000\n'
                       'output_len = 200\n[space]\nfixed = { max_model_len = 3000 }\n',
                       "fixed.toml")
-    space = build_space(load_study_file(path))
+    space = build_space(gridded(load_study_file(path)))
     assert 3000 in space.grids["max_num_batched_tokens"]
     article = next(b for b in baselines(space) if b.name == "article")
     assert article.flags["max_num_batched_tokens"] == 6000
@@ -72,7 +77,7 @@ def test_repair_puts_proposals_on_the_grid_and_keeps_the_rules(path, rules, tmp_
     copy = tmp_path / path.name
     copy.write_text(text.replace('path = "models/', f'path = "{path.parent}/models/')
                         .replace('path = "../.tuner', f'path = "{path.parent}/../.tuner'))
-    space = build_space(load_study_file(copy))
+    space = build_space(gridded(load_study_file(copy)))
     rng = random.Random(7)
     snapped = 0
     for _ in range(400):
@@ -90,7 +95,7 @@ def test_repair_puts_proposals_on_the_grid_and_keeps_the_rules(path, rules, tmp_
 
 
 def test_a_budget_without_chunked_prefill_snaps_up_to_hold_the_model_length():
-    space = build_space(load_study_file(STUDIES[0].parent / "llama3-8b-h200.toml"))
+    space = build_space(gridded(load_study_file(STUDIES[0].parent / "llama3-8b-h200.toml")))
     low = space.param("max_model_len").low  # the workload's need: the grid's first value
     raw = {**draw(space, random.Random(0)), "enable_chunked_prefill": False,
            "enable_prefix_caching": False, "max_model_len": low + 48,

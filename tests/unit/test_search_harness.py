@@ -52,7 +52,13 @@ def test_autotune_grid_runs_its_grid_once_and_repeats_are_free():
 
 
 def test_each_launch_records_its_compile_key_and_repeats_are_counted():
-    profile = load_profile("llama3-8b-h200", "article")
+    import dataclasses
+
+    from tuner.space.compile_grid import compile_grids
+
+    profile = load_profile("llama3-8b-h200", "article")  # with the compile grid on
+    space = dataclasses.replace(profile.space, grids=compile_grids(profile.space))
+    profile = dataclasses.replace(profile, space=space)
     run = run_one(profile, StandIn(), Contender("r", SearchPlan("random")), seed=3, n_trials=12)
     launched = [o for o in run["outcomes"] if o != "infeasible"]
     assert len(run["launches"]) == len(launched)

@@ -239,4 +239,4 @@ def build_space(spec: StudySpec, installed: Installed | None = None) -> SearchSp
     space = SearchSpace(tuple(params), fixed, defaults, ctx, rule_set(sp.rules),
                         lossy=opted_in, engine=installed.label if installed is not None else "",
                         notes=tuple(notes), default_sources=sources)
-    return replace(space, grids=compile_grids(space))
+    return replace(space, grids=compile_grids(space)) if sp.compile_grid else space

@@ -170,6 +170,10 @@ class SpaceSection(_Section):
     # Flags whose lossy values (tuner/numerics.py) the study opts in to; without
     # them the space is lossless: those values are never proposed, fixed or ranged.
     lossy: list[str] = Field(default_factory=list)
+    # Budgets, sequence counts and model lengths on a log-spaced grid, so that vLLM's compile
+    # cache can hit (tuner/space/compile_grid.py). Off by default: with several workers the
+    # coarser space let two trials that ran at once run the same flags.
+    compile_grid: bool = False
 
 
 DEFAULT_MIN_TOKEN_AGREEMENT = 0.97
