@@ -20,8 +20,9 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
+
+from start_profile import healthy  # this folder, first on sys.path when run as a file
 
 SERVER = "vllm.entrypoints.openai.api_server"
 CONFIGS = {
@@ -40,14 +41,6 @@ SECONDS_A_RATE = 15          # requests = rate x this (at least MIN_PROMPTS)
 MIN_PROMPTS, SATURATED_PROMPTS = 60, 512
 WARMUP_PROMPTS = 128
 START_TIMEOUT_S = 600
-
-
-def healthy(port: int) -> bool:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as r:
-            return r.status == 200
-    except Exception:
-        return False
 
 
 def bench(py: str, model: str, port: int, rate: float, prompts: int, seed: int,
