@@ -77,12 +77,21 @@ def test_storage_urls_that_cannot_hold_a_study(url, words, demo, tmp_path):
 
 
 def test_api_on_a_port_in_use(tmp_path):
+    url = f"sqlite:///{tmp_path}/t.db"
+    make_study(url, n=3)
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         s.listen()
         port = s.getsockname()[1]
-        one_line(*tuner("api", "--port", port, "--storage", f"sqlite:///{tmp_path}/t.db"),
-                 str(port), "in use")
+        one_line(*tuner("api", "--port", port, "--storage", url), str(port), "in use")
+
+
+def test_api_on_a_storage_that_does_not_exist_leaves_no_file(tmp_path):
+    """A read-only service has nothing to serve from a storage no study was created in,
+    and must not create one where a mistyped path points."""
+    one_line(*tuner("api", "--storage", f"sqlite:///{tmp_path}/typo.db"), "typo.db",
+             "no storage")
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_worker_on_a_missing_study_leaves_no_file(tmp_path):

@@ -50,7 +50,7 @@ class Reader:
     """Blocking reads over one storage (one connection pool for the whole service)."""
 
     def __init__(self, url: str) -> None:
-        self.storage = open_storage(url)
+        self.storage = open_storage(url, create=False)
         self._specs: dict[str, Any] = {}
 
     def _load(self, name: str) -> tuple[optuna.Study, Any, Any]:
