@@ -86,12 +86,17 @@ def main(db: str, name: str, out: str) -> int:
                "runs on that server.\n\n"
                "| trial | config | our run | " + " | ".join(COMPARE) + " |\n"
                + "|---" * (len(COMPARE) + 3) + "|\n" + "\n".join(cmp_rows) + "\n")
+    write_tables(out, trials, compare, dump)
+    return 0
+
+
+def write_tables(out: str, trials: str, compare: str, dump: list[dict[str, Any]]) -> None:
+    """OUT/trials.md, OUT/comparison.md and OUT/trials.json; the tables printed too."""
     Path(out, "trials.md").write_text(trials)
     Path(out, "comparison.md").write_text(compare)
     Path(out, "trials.json").write_text(json.dumps(dump, indent=1, default=str))
     print(trials)
     print(compare)
-    return 0
 
 
 def _our_runs(r: TrialRecord) -> list[tuple[str, Mapping[str, float]]]:

@@ -45,3 +45,19 @@ def test_vllm_bench_serve_runs_twice_and_keeps_each_run(tiny_server, tiny_model_
     assert runs[0]["duration"] != runs[1]["duration"]  # two runs, not one stored twice
     low, high, rel = crosscheck.spread(got, "output_throughput")
     assert 0 < low <= high and rel == pytest.approx((high - low) / ((high + low) / 2))
+
+
+def test_vllm_bench_serve_runs_ladder_levels_at_a_request_rate(tiny_server, tiny_model_dir,
+                                                               vllm_cpu_env, study_file):
+    """Beside a ladder vLLM's benchmark runs open-loop levels: each rate's run sends a
+    level's requests and reports its own figures under that rate."""
+    ladder = "[slo]\np99_itl_ms = 5000\n[capacity]\nladder = true\nlevel_s = 2\n"
+    spec = load_study_file(study_file(STUDY.format(model=tiny_model_dir, prompts=PROMPTS,
+                                                   python=default_python()) + ladder))
+    got = crosscheck.run_levels(spec, tiny_server.server.url, str(tiny_model_dir),
+                                vllm_cpu_env, (1.5, 2.5))
+    levels = got["levels"]
+    assert [lv["request_rate"] for lv in levels] == [1.5, 2.5]
+    assert all("error" not in lv for lv in levels), levels
+    assert [lv["completed"] for lv in levels] == [3, 5]   # rate x level_s requests each
+    assert all(lv["p99_itl_ms"] > 0 and lv["p99_ttft_ms"] > 0 for lv in levels)

@@ -141,3 +141,33 @@ def test_crosscheck_repeats_are_bounded():
     assert spec.engine.crosscheck_repeats == 1  # the stored studies' behaviour
     with pytest.raises(Exception, match="crosscheck_repeats"):
         type(spec.engine).model_validate({**spec.engine.model_dump(), "crosscheck_repeats": 0})
+
+
+def test_vllm_bench_beside_a_ladder_runs_at_the_rates_that_bracket_capacity():
+    from tuner.runner import crosscheck
+    from tuner.trials.curve import Curve, Level
+
+    def curve(*held_at):
+        return Curve(levels=tuple(Level(offered_rps=r, held=h) for r, h in held_at))
+
+    # measured out of order, as a bisection does: 8 held, 16 did not, 12 held, 14 did not
+    assert crosscheck.bracket_rates(curve((8, True), (16, False), (12, True), (14, False))) \
+        == (12, 14)
+    assert crosscheck.bracket_rates(curve((8, True), (16, True))) == (16,)   # none above failed
+    assert crosscheck.bracket_rates(curve((8, False), (4, False))) == (4,)   # none held
+    assert crosscheck.bracket_rates(None) == () == crosscheck.bracket_rates(curve())
+
+
+def test_vllm_bench_at_a_rate_is_one_open_loop_level(tmp_path):
+    from pathlib import Path
+
+    from tuner.runner import crosscheck
+
+    spec = load_study_file(Path("studies/llama3-8b-h200.toml"))
+    argv = crosscheck.command(spec, "http://127.0.0.1:1", "m", tmp_path,
+                              crosscheck.level_prompts(12.5, 16), request_rate=12.5)
+    assert argv[argv.index("--request-rate") + 1] == "12.5"
+    assert argv[argv.index("--num-prompts") + 1] == "200"
+    assert argv[argv.index("--num-warmups") + 1] == "0"
+    assert "--max-concurrency" not in argv       # arrivals, not a closed loop
+    assert crosscheck.level_prompts(0.01, 16) == 1

@@ -13,6 +13,11 @@ docs/loadgen.md). With ``engine.crosscheck_repeats = N > 1`` vLLM's benchmark ru
 times back to back: the stored figures stay the first run's (the one right after ours) and
 ``runs`` holds every run's, so the comparison can show vLLM's own spread beside the
 difference between the clients (``spread``).
+
+With a load ladder the trial's own benchmark is its curve, so vLLM's runs go where the
+curve decides: open-loop Poisson arrivals (``--request-rate``, no concurrency limit) at the
+two offered rates that bracket the trial's capacity (``bracket_rates``), as many requests
+as a level of ``capacity.level_s`` seconds sends; stored as ``levels``, one entry per rate.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from tuner.spec.study import StudySpec
+from tuner.trials.curve import Curve
 from tuner.trials.record import TrialRecord
 
 # Enough of `vllm bench serve`'s stderr to hold its traceback's end, small enough to store.
@@ -48,8 +54,28 @@ def num_prompts(told: TrialRecord) -> int | None:
     return int(sent) if sent else None
 
 
+def bracket_rates(curve: Curve | None) -> tuple[float, ...]:
+    """The offered rates that bracket ``curve``'s capacity, in increasing order: the
+    highest level that held and the lowest measured level above it that did not; either is
+    missing where the curve has none (no level held, or every level above held)."""
+    levels = curve.measured if curve is not None else ()
+    held = curve.capacity_level if curve is not None else None
+    low = held.offered_rps if held is not None else None
+    above = [lv.offered_rps for lv in levels if not lv.held
+             and (low is None or lv.offered_rps > low)]
+    return tuple(r for r in (low, min(above, default=None)) if r is not None)
+
+
+def level_prompts(rate: float, level_s: float) -> int:
+    """How many requests a ladder level at ``rate`` requests/s sends in ``level_s`` s."""
+    return max(1, round(rate * level_s))
+
+
 def command(spec: StudySpec, url: str, model: str, result_dir: Path,
-            num_prompts: int | None = None) -> list[str]:
+            num_prompts: int | None = None, request_rate: float | None = None) -> list[str]:
+    """`vllm bench serve`'s argv: the study's closed loop (``max_concurrency``, warm-up
+    requests), or with ``request_rate`` one open-loop ladder level (Poisson arrivals at
+    that rate, no concurrency limit, no warm-up: the server is warm after the ladder)."""
     w = spec.workload
     cmd = [spec.engine.python, "-m", "vllm.entrypoints.cli.main", "bench", "serve",
            "--backend", "openai", "--base-url", url, "--endpoint", "/v1/completions",
@@ -57,10 +83,13 @@ def command(spec: StudySpec, url: str, model: str, result_dir: Path,
            "--random-input-len", str(w.input_len), "--random-output-len", str(w.output_len),
            "--random-range-ratio", str(w.range_ratio),
            "--num-prompts", str(num_prompts or w.num_requests),
-           "--ignore-eos", "--num-warmups", str(w.warmup_requests), "--seed", str(w.seed),
+           "--ignore-eos", "--seed", str(w.seed),
            "--percentile-metrics", "ttft,tpot,itl,e2el", "--metric-percentiles", "50,90,99",
            "--save-result", "--result-dir", str(result_dir), "--result-filename", "r.json",
            "--disable-tqdm"]
+    if request_rate is not None:
+        return cmd + ["--num-warmups", "0", "--request-rate", f"{request_rate:g}"]
+    cmd += ["--num-warmups", str(w.warmup_requests)]
     if w.max_concurrency:
         cmd += ["--max-concurrency", str(w.max_concurrency)]
     return cmd
@@ -85,6 +114,18 @@ def run(spec: StudySpec, url: str, model: str, env: dict[str, str],
     return {**first, "runs": runs}
 
 
+def run_levels(spec: StudySpec, url: str, model: str, env: dict[str, str],
+               rates: tuple[float, ...]) -> dict[str, Any]:
+    """vLLM's figures at each of ``rates`` as ladder levels (``command`` with a request
+    rate), in order: ``{"levels": [{"request_rate": r, **figures or "error"}, ...]}``.
+    Never raises."""
+    levels = []
+    for rate in rates:
+        got = _run_once(spec, url, model, env, level_prompts(rate, spec.capacity.level_s), rate)
+        levels.append({"request_rate": rate, **got})
+    return {"levels": levels}
+
+
 def spread(vllm: Mapping[str, Any], key: str) -> tuple[float, float, float] | None:
     """vLLM's own range of ``key`` over its repeated runs: (low, high, (high - low) / the
     median); None with fewer than two runs."""
@@ -96,9 +137,9 @@ def spread(vllm: Mapping[str, Any], key: str) -> tuple[float, float, float] | No
 
 
 def _run_once(spec: StudySpec, url: str, model: str, env: dict[str, str],
-              num_prompts: int | None) -> dict[str, Any]:
+              num_prompts: int | None, request_rate: float | None = None) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="tuner-crosscheck-") as tmp:
-        cmd = command(spec, url, model, Path(tmp), num_prompts)
+        cmd = command(spec, url, model, Path(tmp), num_prompts, request_rate)
         try:
             p = subprocess.run(cmd, capture_output=True, text=True, env=env,
                                timeout=spec.engine.benchmark_timeout_s)

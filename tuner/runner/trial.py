@@ -48,11 +48,16 @@ def accuracy_step(spec: StudySpec, plan: TrialPlan, guard: Guard, number: int) -
 
 
 def crosscheck_step(spec: StudySpec, plan: TrialPlan) -> Step:
-    """`vllm bench serve` on the trial's server, as many requests as ours completed."""
+    """`vllm bench serve` on the trial's server: as many requests as ours completed, or
+    with a ladder at the two rates that bracket the trial's capacity."""
     def check(server, told: TrialRecord, phase: Phase) -> TrialRecord:
         phase("crosscheck")
         env = command.engine_environment(os.environ, plan.engine.launch)
-        vllm = crosscheck.run(spec, server.url, plan.engine.model, env,
-                              crosscheck.num_prompts(told))
+        if plan.benchmark.ladder is not None:
+            vllm = crosscheck.run_levels(spec, server.url, plan.engine.model, env,
+                                         crosscheck.bracket_rates(told.curve))
+        else:
+            vllm = crosscheck.run(spec, server.url, plan.engine.model, env,
+                                  crosscheck.num_prompts(told))
         return dataclasses.replace(told, vllm_bench=vllm)
     return Step("crosscheck", check)

@@ -242,12 +242,14 @@ class VllmBench(Part):
     """``vllm bench serve``'s figures on the trial's server (``tuner.runner.crosscheck``):
     ``figures`` is the free-form part, vLLM's own result keys (its JSON, a number each);
     ``runs`` every run's figures when repeated; ``error`` why the first run failed,
-    ``repeat_error`` why a later one did."""
+    ``repeat_error`` why a later one did; ``levels`` its open-loop runs beside a load
+    ladder, each with its ``request_rate``."""
 
     figures: Mapping[str, Any] = field(default_factory=dict)
     runs: Sequence[Mapping[str, Any]] | None = None
     error: str | None = None
     repeat_error: str | None = None
+    levels: Sequence[Mapping[str, Any]] | None = None
 
     def get(self, key: str) -> Any:
         """vLLM's figure ``key``, or None."""
@@ -255,14 +257,15 @@ class VllmBench(Part):
 
     def to_json(self) -> dict[str, Any]:
         named = {k: v for k, v in (("runs", self.runs), ("error", self.error),
-                                   ("repeat_error", self.repeat_error)) if v is not None}
+                                   ("repeat_error", self.repeat_error),
+                                   ("levels", self.levels)) if v is not None}
         return {**self.figures, **named, **self.extra}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> VllmBench:
         if not isinstance(data, Mapping):
             raise TypeError(f"VllmBench: a JSON object was expected, not {data!r}")
-        named = {"runs", "error", "repeat_error"}
+        named = {"runs", "error", "repeat_error", "levels"}
         return cls(figures={k: v for k, v in data.items() if k not in named},
                    **{k: v for k, v in data.items() if k in named and v is not None},
                    extra={k: v for k, v in data.items() if k in named and v is None})
