@@ -41,8 +41,8 @@ def main(db: str, name: str, out: str) -> int:
             starts.append((t.number, ph["start"], cache))
         ladder_s = ph.get("benchmark", 0.0) + ph.get("ladder", 0.0)  # warm-up and levels
         if curve is not None and ph:  # the cross-check is an extra, not the trial's cost
-            costs.append(sum(ph.get(k, 0.0) for k in ("start", "stop", "gpu_release"),
-                             ladder_s) / 60)
+            rest = sum(ph.get(k, 0.0) for k in ("start", "stop", "gpu_release"))
+            costs.append((rest + ladder_s) / 60)
         dump.append({"number": t.number, "state": t.state.name, "values": t.values,
                      **{k: v for k, v in r.to_user_attrs().items()
                         if k in ("outcome", "baseline", "flags", "metrics", "phases",
