@@ -132,12 +132,13 @@ def capacity_answer(summary: Summary, fmt: str = "cli", max_itl_p99: float | Non
         return BestAnswer("", False, f"no trial of study {summary.name} holds {limits} "
                                      f"{'at ' + format(rate, 'g') + ' req/s' if rate else 'at any measured level'}")
     chosen = found.trial
-    measured = (f"measured at {found.levels[0]:g} req/s" if len(found.levels) == 1 else
-                f"between the levels measured at {found.levels[0]:g} and "
-                f"{found.levels[1]:g} req/s")
+    measured = (f"measured at {found.levels[0]:.3g} req/s" if len(found.levels) == 1 else
+                f"between the levels measured at {found.levels[0]:.3g} and "
+                f"{found.levels[1]:.3g} req/s")
     tput = (f", {found.output_throughput:,.0f} tok/s"
             if found.output_throughput is not None else "")
-    about = (f"trial {chosen.number}: {what} {found.rate:.3g} req/s with p99 ITL "
+    head = what if rate is not None else f"{what} {found.rate:.3g} req/s"
+    about = (f"trial {chosen.number}: {head} with p99 ITL "
              f"{found.p99_itl_ms:,.1f} ms, p99 TTFT {found.p99_ttft_ms:,.0f} ms{tput} "
              f"({measured}); limits: {limits}")
     doc = trial_document(spec, chosen, changed_flags(chosen.flags, summary.space.defaults),
