@@ -57,6 +57,10 @@ def test_a_capacity_study_tells_capacity_and_keeps_each_trials_curve(storage_url
         assert "ladder" in t.user_attrs["phases"]
         assert m["output_throughput"] > 0  # the saturated benchmark stays on the record
     _best_answers_from_the_stored_curves(storage_url, tmp_path)
+    # status's best is the most capacity: the SLOs are in it, not limits on the saturated run
+    most = max(t.user_attrs["metrics"]["capacity_rps"] for t in measured)
+    out = _tuner("status", "cap", "--storage", storage_url, home=tmp_path)
+    assert out.returncode == 0 and f"capacity_rps {most:,.1f}" in out.stdout, out.stdout
     out = _tuner("report", "cap", "--storage", storage_url, "-o", tmp_path / "r.html",
                  home=tmp_path)
     assert out.returncode == 0, out.stderr

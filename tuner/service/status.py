@@ -95,8 +95,10 @@ def counts(records: Sequence[TrialRecord]) -> dict[str, int]:
 
 
 def _best(spec: StudySpec, records: Sequence[TrialRecord]) -> Best | None:
-    pick = pick_best(records, spec.objectives, limits_for(spec.slo.limits()),
-                     lossless_first=not spec.space.lossy)
+    """The best trial on the study's first objective within its SLOs; with a load ladder
+    the SLOs are in the capacity figures already, not limits on the saturated run."""
+    limits = {} if spec.measures_capacity else limits_for(spec.slo.limits())
+    pick = pick_best(records, spec.objectives, limits, lossless_first=not spec.space.lossy)
     if pick.best is None:
         return None
     g = gains(pick.best, default_baseline(records), spec.objectives)
