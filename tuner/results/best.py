@@ -49,6 +49,12 @@ def user_limits(max_itl_p99: float | None = None,
             if value is not None}
 
 
+def saturated_limits(slo: Mapping[str, float], ladder: bool) -> dict[str, float]:
+    """The limits a study's SLOs put on a trial's saturated run: none for a study with a
+    load ladder, whose SLOs are in its capacity figures already; else the SLOs."""
+    return {} if ladder else dict(slo)
+
+
 def limits_for(slo: Mapping[str, float], max_itl_p99: float | None = None,
                max_ttft_p99: float | None = None) -> dict[str, float]:
     """The study's SLOs tightened by the user's limits (the smaller bound wins)."""

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from tuner.results import charts
-from tuner.results.best import limits_for, pick_best
+from tuner.results.best import pick_best, saturated_limits
 from tuner.results.flagdiff import changed_flags, flag_words
 from tuner.results.lossy import accuracy_line
 from tuner.results.gains import format_gains
@@ -73,7 +73,7 @@ def _rows_table(s: Summary, rows: Sequence[Row]) -> str:
 
 
 def _best_section(s: Summary) -> str:
-    limits = limits_for(s.spec.slo.limits())
+    limits = saturated_limits(s.spec.slo.limits(), s.spec.measures_capacity)
     default = s.default.record if s.default else None
     parts = ["<h2>Best flags</h2>"]
     for prefer in ("throughput", "latency"):

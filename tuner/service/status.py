@@ -15,7 +15,7 @@ from typing import Any
 
 from optuna.trial import FrozenTrial
 
-from tuner.results.best import limits_for, pick_best
+from tuner.results.best import pick_best, saturated_limits
 from tuner.results.gains import gains
 from tuner.storage.registry import STOP
 from tuner.service.workers import WorkerView, views
@@ -97,7 +97,7 @@ def counts(records: Sequence[TrialRecord]) -> dict[str, int]:
 def _best(spec: StudySpec, records: Sequence[TrialRecord]) -> Best | None:
     """The best trial on the study's first objective within its SLOs; with a load ladder
     the SLOs are in the capacity figures already, not limits on the saturated run."""
-    limits = {} if spec.measures_capacity else limits_for(spec.slo.limits())
+    limits = saturated_limits(spec.slo.limits(), spec.measures_capacity)
     pick = pick_best(records, spec.objectives, limits, lossless_first=not spec.space.lossy)
     if pick.best is None:
         return None
