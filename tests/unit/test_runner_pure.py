@@ -170,4 +170,7 @@ def test_vllm_bench_at_a_rate_is_one_open_loop_level(tmp_path):
     assert argv[argv.index("--num-prompts") + 1] == "200"
     assert argv[argv.index("--num-warmups") + 1] == "0"
     assert "--max-concurrency" not in argv       # arrivals, not a closed loop
+    seeds = {crosscheck.command(spec, "u", "m", tmp_path, 10, 12.5, run)[
+        argv.index("--seed") + 1] for run in range(3)}
+    assert len(seeds) == 3  # each run its own prompts: no prefix-cache hit on the last ones
     assert crosscheck.level_prompts(0.01, 16) == 1

@@ -12,7 +12,10 @@ with (``TrialRecord.last_run``; the first run on a fresh server reads apart,
 docs/loadgen.md). With ``engine.crosscheck_repeats = N > 1`` vLLM's benchmark runs N
 times back to back: the stored figures stay the first run's (the one right after ours) and
 ``runs`` holds every run's, so the comparison can show vLLM's own spread beside the
-difference between the clients (``spread``).
+difference between the clients (``spread``). Each of vLLM's runs on a server draws its own
+prompts (the study's seed, stepped per run): vLLM's random dataset with one seed gives
+the same first prompts whatever their count, which a server with prefix caching would
+serve from its cache on the second run.
 
 With a load ladder the trial's own benchmark is its curve, so vLLM's runs go where the
 curve decides: open-loop Poisson arrivals (``--request-rate``, no concurrency limit) at the
@@ -30,6 +33,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from tuner.loadgen.plan import RUN_SEED_STEP
 from tuner.spec.study import StudySpec
 from tuner.trials.curve import Curve
 from tuner.trials.record import TrialRecord
@@ -72,10 +76,12 @@ def level_prompts(rate: float, level_s: float) -> int:
 
 
 def command(spec: StudySpec, url: str, model: str, result_dir: Path,
-            num_prompts: int | None = None, request_rate: float | None = None) -> list[str]:
-    """`vllm bench serve`'s argv: the study's closed loop (``max_concurrency``, warm-up
-    requests), or with ``request_rate`` one open-loop ladder level (Poisson arrivals at
-    that rate, no concurrency limit, no warm-up: the server is warm after the ladder)."""
+            num_prompts: int | None = None, request_rate: float | None = None,
+            run: int = 0) -> list[str]:
+    """`vllm bench serve`'s argv for vLLM's ``run``-th run on a server (its prompts' seed):
+    the study's closed loop (``max_concurrency``, warm-up requests), or with
+    ``request_rate`` one open-loop ladder level (Poisson arrivals at that rate, no
+    concurrency limit, no warm-up: the server is warm after the ladder)."""
     w = spec.workload
     cmd = [spec.engine.python, "-m", "vllm.entrypoints.cli.main", "bench", "serve",
            "--backend", "openai", "--base-url", url, "--endpoint", "/v1/completions",
@@ -83,7 +89,7 @@ def command(spec: StudySpec, url: str, model: str, result_dir: Path,
            "--random-input-len", str(w.input_len), "--random-output-len", str(w.output_len),
            "--random-range-ratio", str(w.range_ratio),
            "--num-prompts", str(num_prompts or w.num_requests),
-           "--ignore-eos", "--seed", str(w.seed),
+           "--ignore-eos", "--seed", str(w.seed + run * RUN_SEED_STEP),
            "--percentile-metrics", "ttft,tpot,itl,e2el", "--metric-percentiles", "50,90,99",
            "--save-result", "--result-dir", str(result_dir), "--result-filename", "r.json",
            "--disable-tqdm"]
@@ -101,13 +107,13 @@ def run(spec: StudySpec, url: str, model: str, env: dict[str, str],
     count): the first run's, with ``runs`` (every run's) when the study repeats it; or
     {"error": ...} when the first run failed (a later run's failure ends the repeats and is
     kept as ``repeat_error``). Never raises."""
-    first = _run_once(spec, url, model, env, num_prompts)
+    first = _run_once(spec, url, model, env, num_prompts, run=0)
     repeats = spec.engine.crosscheck_repeats
     if "error" in first or repeats < 2:
         return first
     runs = [first]
     while len(runs) < repeats:
-        again = _run_once(spec, url, model, env, num_prompts)
+        again = _run_once(spec, url, model, env, num_prompts, run=len(runs))
         if "error" in again:
             return {**first, "runs": runs, "repeat_error": again["error"]}
         runs.append(again)
@@ -120,8 +126,9 @@ def run_levels(spec: StudySpec, url: str, model: str, env: dict[str, str],
     rate), in order: ``{"levels": [{"request_rate": r, **figures or "error"}, ...]}``.
     Never raises."""
     levels = []
-    for rate in rates:
-        got = _run_once(spec, url, model, env, level_prompts(rate, spec.capacity.level_s), rate)
+    for run, rate in enumerate(rates):
+        got = _run_once(spec, url, model, env, level_prompts(rate, spec.capacity.level_s),
+                        rate, run)
         levels.append({"request_rate": rate, **got})
     return {"levels": levels}
 
@@ -137,9 +144,10 @@ def spread(vllm: Mapping[str, Any], key: str) -> tuple[float, float, float] | No
 
 
 def _run_once(spec: StudySpec, url: str, model: str, env: dict[str, str],
-              num_prompts: int | None, request_rate: float | None = None) -> dict[str, Any]:
+              num_prompts: int | None, request_rate: float | None = None,
+              run: int = 0) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="tuner-crosscheck-") as tmp:
-        cmd = command(spec, url, model, Path(tmp), num_prompts, request_rate)
+        cmd = command(spec, url, model, Path(tmp), num_prompts, request_rate, run)
         try:
             p = subprocess.run(cmd, capture_output=True, text=True, env=env,
                                timeout=spec.engine.benchmark_timeout_s)
