@@ -6,7 +6,11 @@
 Reads every measured ladder, ``results/<gpu>/rate-ladders/<config>-summary.json`` (written
 from ``scripts/gpu/rate_ladder.py``'s runs: one `vllm serve` start, a discarded warm-up of
 128 requests at once, then `vllm bench serve` with Poisson arrivals at each offered rate and
-512 requests at once, the saturated ``inf`` level), and replays each on the simulator:
+512 requests at once, the saturated ``inf`` level), and every measured trial's curve in a
+capacity study, ``results/<gpu>/capacity/study.db`` (tuner's own ladder: a saturated
+closed-loop warm-up, then its levels in the order measured, each with its own seed; a
+level's throughput is over its steady window, the replay's over the run), and replays each
+on the simulator:
 ``python -m tuner.sim serve --gpu <gpu>`` with the configuration's flags on the 8B-shaped
 model folder (``tuner model make --shape 8b``), one warm-up run as the real one, then the
 load generator (``tuner.loadgen.run_benchmark``) at each real level with its request count,
@@ -267,6 +271,61 @@ def read_ladders(gpus: list[str] | None = None) -> list[Ladder]:
     return ladders
 
 
+def read_study_ladders(gpus: list[str] | None = None) -> list[Ladder]:
+    """Every measured trial's curve in ``results/h*/capacity/study.db``, as a ladder: its
+    launch flags (the command after the port, less ``--load-format``), the warm-up as a
+    level of the study's requests at once, and each level with the seed the trial's ladder
+    gave it (``tuner.capacity.run.LEVEL_SEED_STEP``)."""
+    import optuna
+
+    from tuner.capacity.run import LEVEL_SEED_STEP
+    from tuner.storage.studies import SPEC
+    from tuner.trials import from_frozen
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    ladders = []
+    for path in sorted(ROOT.glob("results/h*/capacity/study.db")):
+        gpu = path.parents[1].name
+        if gpus and gpu not in gpus:
+            continue
+        url = f"sqlite:///{path}"
+        for summary in optuna.get_all_study_summaries(url):
+            study = optuna.load_study(study_name=summary.study_name, storage=url)
+            w = study.user_attrs[SPEC]["workload"]
+            for t in study.trials:
+                r = from_frozen(t)
+                if r.curve is None or not r.measured:
+                    continue
+                ladders.append(Ladder(gpu, f"{summary.study_name}-trial-{t.number}",
+                                      launch_flags(r.command),
+                                      Level(math.inf, int(w["num_requests"]), w["input_len"],
+                                            w["output_len"], 1.0, w["seed"], {}),
+                                      tuple(curve_level(lv, w, w["seed"] + k * LEVEL_SEED_STEP)
+                                            for k, lv in enumerate(r.curve.levels, 1))))
+    return ladders
+
+
+def launch_flags(command: tuple[str, ...]) -> tuple[str, ...]:
+    """A trial's engine flags from its server argv: what follows ``--port N``, less the
+    ``--load-format`` pair (the simulator has no weights to load)."""
+    rest = list(command[command.index("--port") + 2:])
+    if "--load-format" in rest:
+        i = rest.index("--load-format")
+        del rest[i:i + 2]
+    return tuple(rest)
+
+
+def curve_level(lv: Any, workload: dict[str, Any], seed: int) -> Level:
+    """A stored ladder level (``tuner.trials.curve.Level``) as this benchmark's level."""
+    figures = {"p99_itl_ms": lv.p99_itl_ms, "p99_ttft_ms": lv.p99_ttft_ms,
+               "median_itl_ms": lv.p50_itl_ms, "median_ttft_ms": lv.p50_ttft_ms,
+               "output_throughput": lv.output_throughput,
+               "request_throughput": lv.achieved_rps}
+    return Level(lv.offered_rps, int(lv.requests), workload["input_len"],
+                 workload["output_len"], 1.0, seed,
+                 {k: math.nan if v is None else float(v) for k, v in figures.items()})
+
+
 def _metric(url: str, name: str) -> float:
     with urllib.request.urlopen(url + "/metrics", timeout=10) as r:
         for line in r.read().decode().splitlines():
@@ -348,7 +407,7 @@ def main(argv: list[str] | None = None) -> int:
         os.sched_setaffinity(0, cpus[:-1])
     command = "python bench/sim_ladder_error.py " + " ".join(argv or sys.argv[1:])
     started, entries = time.monotonic(), []
-    for real in read_ladders(args.gpus):
+    for real in [*read_ladders(args.gpus), *read_study_ladders(args.gpus)]:
         sim, checks = simulate(real, args.time_scale, pin)
         entries.append({"gpu": real.gpu, "config": real.config, "flags": list(real.flags),
                         "role": "fitted" if real.fitted else "held out",
