@@ -50,18 +50,19 @@ PARALLEL = ("believer", "claim_check")  # rules that act only while another tria
 WORKERS = 4  # the parallel rules' ablation runs this many workers, as "front x4" does
 
 
-def contenders(rules) -> list[Contender]:
+def contenders(rules, noise: float = 0.0) -> list[Contender]:
     """The default, then the default with each rule off (a parallel rule's with
-    ``WORKERS`` workers, after the default with as many)."""
+    ``WORKERS`` workers, after the default with as many); every one told its metrics with
+    ``noise`` (relative, as the benchmark's "front 5% noise")."""
     plan = PLANS["auto"]
-    out = [Contender("front", plan)]
-    out += [Contender(f"-{r}", plan, settings=((r, False),)) for r in rules
+    out = [Contender("front", plan, noise=noise)]
+    out += [Contender(f"-{r}", plan, noise=noise, settings=((r, False),)) for r in rules
             if r not in PARALLEL]
     parallel = [r for r in rules if r in PARALLEL]
     if parallel:
-        out.append(Contender(f"front x{WORKERS}", plan, workers=WORKERS))
-        out += [Contender(f"-{r} x{WORKERS}", plan, workers=WORKERS, settings=((r, False),))
-                for r in parallel]
+        out.append(Contender(f"front x{WORKERS}", plan, workers=WORKERS, noise=noise))
+        out += [Contender(f"-{r} x{WORKERS}", plan, workers=WORKERS, noise=noise,
+                          settings=((r, False),)) for r in parallel]
     return out
 
 
@@ -143,11 +144,16 @@ def table(data: dict) -> list[str]:
     return lines
 
 
+def _noise(noise: float) -> str:
+    return f"told metrics with {noise:.0%} noise (scored on the true ones), " if noise else ""
+
+
 def write_table(data: dict, path: Path) -> None:
     which = "held-out" if data["held_out"] else "main"
     text = [f"# The front sampler's rules, each switched off alone ({which} profiles)", "",
             f"`{data['command']}` on simulator source `{data['simulator']}`: "
-            f"{data['seeds']} seeds, {data['trials']} trials, one worker unless named "
+            f"{data['seeds']} seeds, {data['trials']} trials, "
+            f"{_noise(data.get('noise', 0.0))}one worker unless named "
             f"(x{WORKERS}: the parallel rules, against the default with {WORKERS} workers).",
             "Each cell: HV@20 (SLO-feasible, over the best known front) median (min-max over "
             "seeds) with the rule off; [the cost of its removal: the default's median less "
@@ -166,6 +172,8 @@ def main(argv=None) -> int:
     ap.add_argument("--held-out", action="store_true", help="the held-out profiles")
     ap.add_argument("--rules", nargs="*", default=list(FrontSettings.rules()),
                     help="the rules to switch off (default: every one)")
+    ap.add_argument("--noise", type=float, default=0.0,
+                    help="the told metrics x (1 + NOISE * N(0, 1)), scored on the true ones")
     ap.add_argument("--out", default=None)
     ap.add_argument("--report-only", action="store_true",
                     help="rewrite the table from the JSON of the last run")
@@ -183,10 +191,11 @@ def main(argv=None) -> int:
     def log(msg: str) -> None:
         print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
-    chosen = contenders(args.rules)
+    chosen = contenders(args.rules, args.noise)
     started = time.perf_counter()
     runs = run_all(profiles, chosen, args.seeds, args.trials, args.processes, log)
     data = {"trials": args.trials, "seeds": args.seeds, "held_out": args.held_out,
+            "noise": args.noise,
             "command": shlex.join(["bench/search_ablation.py",
                                    *(argv if argv is not None else sys.argv[1:])]),
             "simulator": model_version(),
