@@ -68,8 +68,8 @@ def test_a_study_of_each_count_of_objectives_runs_on_the_samplers_own_moves(
     baselines = [t for t in trials if "baseline" in t.user_attrs]
     sampled = [t for t in trials if "baseline" not in t.user_attrs]
     assert baselines and len(sampled) == TRIALS - len(baselines)
-    unmoved = [t.number for t in sampled if MOVE not in t.system_attrs]
-    assert unmoved == []  # no trial fell back to random sampling
+    without = [t.number for t in sampled if MOVE not in t.system_attrs]
+    assert without == []  # no trial fell back to random sampling
     kinds = [t.system_attrs[MOVE]["kind"] for t in sampled]
     assert set(kinds) <= {"probe", "model"} and "probe" in kinds
     model = [t.system_attrs[MOVE] for t in sampled if t.system_attrs[MOVE]["kind"] == "model"]

@@ -10,12 +10,11 @@ from tuner import optuna_adapter
 from tuner.trials.reference import rule_for
 from tuner.search import warm_start
 from tuner.search.front import MOVE, PROBES, FrontSampler, FrontSettings
-from tuner.search.front import gp as surrogate
 from tuner.search.front.acquisition import (expected_improvement, improvement, joint_draws,
                                             posterior_draws)
 from tuner.search.front.candidates import fresh
 from tuner.search.front.encoding import Encoding
-from tuner.search.front.gp import fit, unmoved
+from tuner.search.front.gp import fit
 from tuner.search.front.history import history
 from tuner.search.front.model import Objectives, measured_spread
 from tuner.space import baselines, build_space
@@ -147,36 +146,6 @@ def test_a_cell_of_its_own_where_a_mode_switch_changes_the_response():
     steep = np.stack([np.ones(40), np.linspace(0, 1, 40)], 1)
     assert np.abs(cells.predict(steep)[0] - np.sin(8 * steep[:, 1])).mean() < 0.05
     assert np.allclose(cells.kernel(X, X).diagonal(), 1.0)  # still a unit prior variance
-
-
-def test_a_flag_never_moved_apart_from_the_mode_switch_is_inert_until_one_trial_moves_it(
-        monkeypatch):
-    """Dimension 2 changes only together with the mode switch (dimension 0): the data cannot
-    tell its effect from the switch's, so it is held inert and moving it alone adds no
-    uncertainty; once a trial moves it within a cell, it is fitted like any other."""
-    rng = np.random.default_rng(4)
-    n = 12
-    mode = np.repeat([0.0, 1.0], n // 2)
-    X = np.stack([mode, rng.random(n), 0.2 + 0.6 * mode], 1)
-    y = np.sin(3 * X[:, 1]) + mode
-    cells = np.array([True, False, False])
-    assert unmoved(X, cells).tolist() == [False, False, True]
-    gp = fit(X, y, cells=cells)
-    at = X[:1].copy()
-    moved = at.copy()
-    moved[0, 2] = 0.9  # the confounded flag moved alone, within the first cell
-    assert gp.predict(moved)[1][0] < 0.05 * y.std()
-    with monkeypatch.context() as m:  # without the rule the same data leave it uncertain
-        m.setattr(surrogate, "unmoved", lambda X, cells=None: np.zeros(X.shape[1], bool))
-        free = fit(X, y, cells=cells)
-    assert free.predict(moved)[1][0] > 3 * gp.predict(moved)[1][0]
-    X2 = np.vstack([X, moved])
-    y2 = np.append(y, y[0] + 2.0)  # it does matter
-    assert not unmoved(X2, cells).any()
-    refit = fit(X2, y2, cells=cells)
-    assert refit.predict(moved)[0][0] > gp.predict(moved)[0][0] + 1.0
-    # with no cells, a constant dimension is inert and a varied one is not
-    assert unmoved(np.stack([np.zeros(4), np.arange(4.0)], 1)).tolist() == [True, False]
 
 
 def test_one_cell_only_is_the_plain_process():

@@ -17,17 +17,6 @@ length scales: ``(1 - w) k(a, b) + w [cell(a) = cell(b)] k_cell(a, b)`` (the sha
 cell-specific components of a hierarchical or multi-task process). ``w`` = 0 is the plain
 process, ``w`` = 1 a process per cell; the marginal likelihood chooses
 (``ProcessSettings.cell_shares``).
-
-**Unmoved flags** (``unmoved``). A flag that the data never moved apart from the cells (the
-article's launch and its probes keep its memory share, max-model-len and eager mode, while
-vLLM's default and its probes, the other side of chunked prefill, keep theirs) has no effect
-the data can tell from the mode switch's. Left at its prior length scale, it made every
-candidate that moved it alone look uncertain (docs/decisions/0005-non-chunked-plateau-
-diagnosis.md), and the acquisition spent trials on that spread. It is held inert
-(``ProcessSettings.inert``) until a trial moves it within a cell; the mode switch carries the
-difference.
-A flag nothing moved at all is inert the same way (candidates still move it at random, so
-the trials that follow try it).
 """
 
 from __future__ import annotations
@@ -47,11 +36,11 @@ class ProcessSettings:
     prior_length: float = 1.0  # a flag matters little until the data show it does ...
     prior_log_sd: float = 1.0  # ... by this much on a log scale
     noises: tuple[float, ...] = (1e-4, 1e-3, 1e-2, 0.05, 0.2)  # variances tried (standardised)
-    inert: float = 30.0  # the length scale of a flag the data never moved on its own
+    longest: float = 30.0  # the longest length scale: a flag that hardly matters
     cell_shares: tuple[float, ...] = (0.5, 1.0)  # the cell term's prior share tried (and 0)
     nugget: float = 1e-8  # added to the kernel's diagonal so that its Cholesky factor exists
     least_variance: float = 1e-12  # the least posterior variance (standardised): sd > 0
-    same: float = 1e-9  # unit-cube distance of one value (a cell's, an unmoved flag's)
+    same: float = 1e-9  # unit-cube distance of one value (a cell's)
     decimals: int = 9  # a cell's coordinates rounded to this many: one cell, one key
 
 
@@ -167,38 +156,36 @@ def _posterior(X, y, kernel: Kernel, noise, mean, scale) -> tuple[float, GP]:
 
 
 def fit(X: np.ndarray, y: np.ndarray, noise_floor: float | None = None,
-        cells: np.ndarray | None = None, hold_unmoved: bool = True) -> GP:
+        cells: np.ndarray | None = None) -> GP:
     """The process of the best marginal likelihood over the grid (see the module);
     ``noise_floor``: the least noise variance in the data's units (default: the least
-    tried); ``cells``: the dimensions (bool each) whose values make a cell, or None;
-    ``hold_unmoved``: the flags the data never moved are held inert (``unmoved``)."""
+    tried); ``cells``: the dimensions (bool each) whose values make a cell, or None."""
     if noise_floor is None:
         noise_floor = PROCESS.noises[0]
     mean, scale = float(y.mean()), float(y.std()) or 1.0
     noises = [max(n, noise_floor / scale ** 2) for n in PROCESS.noises]
-    inert = unmoved(X, cells) if hold_unmoved else np.zeros(X.shape[1], bool)
     best, best_lml = None, -math.inf
     for length in PROCESS.lengths:
         for noise in noises:
-            lengths = np.where(inert, PROCESS.inert, length)
-            lml, gp = _posterior(X, y, Kernel(lengths), noise, mean, scale)
+            lml, gp = _posterior(X, y, Kernel(np.full(X.shape[1], length)), noise, mean,
+                                 scale)
             if lml > best_lml:
                 best, best_lml = gp, lml
     assert best is not None
-    best, best_lml = _coordinates(X, y, best, best_lml, cell=False, skip=inert)
+    best, best_lml = _coordinates(X, y, best, best_lml, cell=False)
     if cells is None or not cells.any() or len(_cell_keys(X, cells)) < 2:
         return best
     plain = best
     for share in PROCESS.cell_shares:  # the noise too: what the plain process took for noise may
         start, start_lml = None, -math.inf  # be a difference between the cells
         for noise in noises:
-            k = Kernel(plain.lengths, cells, plain.lengths.copy(), share)  # inert stay inert
+            k = Kernel(plain.lengths, cells, plain.lengths.copy(), share)
             lml, gp = _posterior(X, y, k, noise, mean, scale)
             if lml > start_lml:
                 start, start_lml = gp, lml
         if start is None:
             continue
-        gp, lml = _coordinates(X, y, start, start_lml, cell=True, skip=inert)
+        gp, lml = _coordinates(X, y, start, start_lml, cell=True)
         if lml > best_lml:
             best, best_lml = gp, lml
     return best
@@ -208,38 +195,15 @@ def _cell_keys(X: np.ndarray, cells: np.ndarray) -> set:
     return {tuple(row) for row in np.round(X[:, cells], PROCESS.decimals)}
 
 
-def unmoved(X: np.ndarray, cells: np.ndarray | None = None) -> np.ndarray:
-    """The dimensions the data never moved on their own: constant within every cell (with no
-    ``cells``, constant), the cells' own dimensions excepted. Nothing can tell their effect
-    from the mode switch's (or from nothing), so they are held inert
-    (``ProcessSettings.inert``) until a trial moves one; the mode switch carries the
-    difference."""
-    if len(X) == 0:
-        return np.zeros(X.shape[1], bool)
-    keys = (np.zeros(len(X), int) if cells is None or not cells.any()
-            else np.unique(np.round(X[:, cells], PROCESS.decimals), axis=0,
-                           return_inverse=True)[1].ravel())
-    out = np.ones(X.shape[1], bool)
-    for k in np.unique(keys):
-        out &= np.ptp(X[keys == k], axis=0) < PROCESS.same
-    if len(np.unique(keys)) > 1:  # the cells' dimensions tell them apart: not inert
-        out &= ~cells
-    return out
-
-
-def _coordinates(X, y, best: GP, best_lml: float, cell: bool,
-                 skip: np.ndarray | None = None) -> tuple[GP, float]:
+def _coordinates(X, y, best: GP, best_lml: float, cell: bool) -> tuple[GP, float]:
     """One pass of each dimension's length scale over ``ProcessSettings.scales`` (the cell
-    term's with ``cell``), keeping the best marginal likelihood; ``skip``: dimensions left
-    as they are."""
+    term's with ``cell``), keeping the best marginal likelihood."""
     kernel = best.kernel
     lengths = (kernel.cell_lengths if cell else kernel.lengths).copy()
     for dim in range(X.shape[1]):
-        if skip is not None and skip[dim]:
-            continue
         for m in PROCESS.scales:
             trial = lengths.copy()
-            trial[dim] = min(lengths[dim] * m, PROCESS.inert)
+            trial[dim] = min(lengths[dim] * m, PROCESS.longest)
             lml, gp = _posterior(X, y, kernel.with_lengths(trial, cell), best.noise,
                                  best.mean, best.scale)
             if lml > best_lml:

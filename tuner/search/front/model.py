@@ -58,8 +58,8 @@ def relative(sd: float, typical: float, power: float) -> float:
 
 
 def fit_power(X: np.ndarray, v: np.ndarray, spread: float = 0.0,
-              cells: np.ndarray | None = None, powers: tuple[float, ...] = POWERS,
-              hold_unmoved: bool = True) -> tuple[GP, float]:
+              cells: np.ndarray | None = None, powers: tuple[float, ...] = POWERS
+              ) -> tuple[GP, float]:
     """The process of positive values ``v`` on the Box-Cox power (of ``powers``) of the best
     likelihood, the Jacobian counted: (process on that scale, power). ``spread``: the
     measured relative spread, the noise floor (as on the log scale)."""
@@ -67,8 +67,7 @@ def fit_power(X: np.ndarray, v: np.ndarray, spread: float = 0.0,
     best, best_ll, best_power = None, -math.inf, 0.0
     for power in powers:
         z = box_cox(v, power)
-        gp = fit(X, z, noise_floor=(spread * typical ** power) ** 2, cells=cells,
-                 hold_unmoved=hold_unmoved)
+        gp = fit(X, z, noise_floor=(spread * typical ** power) ** 2, cells=cells)
         ll = gp.log_likelihood() + (power - 1.0) * float(np.log(v).sum())
         if ll > best_ll:
             best, best_ll, best_power = gp, ll, power
@@ -114,8 +113,8 @@ def objectives(h: History, s: FrontSettings, running: np.ndarray) -> Objectives:
     values = np.maximum(np.abs(np.array([t.values for t in h.measured], float)), s.floor)
     spread = measured_spread(h, s)
     Xe, ve = echoed(h, h.measured_x, values)
-    fits = [fit_power(Xe, ve[:, j], spread[j], h.cells, POWERS if s.box_cox else (0.0,),
-                      s.hold_unmoved) for j in range(h.count)]
+    fits = [fit_power(Xe, ve[:, j], spread[j], h.cells, POWERS if s.box_cox else (0.0,))
+            for j in range(h.count)]
     powers = tuple(power for _, power in fits)
     gps = tuple(gp.believing(running) for gp, _ in fits)
     typical = np.median(values, 0)
@@ -154,14 +153,12 @@ Probability = Callable[[np.ndarray], np.ndarray]
 
 
 def probability(X: np.ndarray, y: np.ndarray, running: np.ndarray, noise: float,
-                cells: np.ndarray | None, sd_floor: float,
-                hold_unmoved: bool = True) -> Probability:
+                cells: np.ndarray | None, sd_floor: float) -> Probability:
     """P(value > 0) under a process fitted to ``y`` (constant when ``y`` is)."""
     if len(y) == 0 or np.ptp(y) == 0:
         p = 1.0 if len(y) == 0 or y[0] > 0 else 0.0
         return lambda c: np.full(len(c), p)
-    gp = fit(X, y, noise_floor=noise, cells=cells, hold_unmoved=hold_unmoved
-             ).believing(running)
+    gp = fit(X, y, noise_floor=noise, cells=cells).believing(running)
 
     def prob(c: np.ndarray) -> np.ndarray:
         mu, sd = gp.predict(c)
@@ -176,8 +173,7 @@ def feasibility(h: History, s: FrontSettings, running: np.ndarray) -> Probabilit
     """P(started) x P(every SLO met) as a function of candidates (see the module)."""
     X = np.array([h.enc.encode(h.at(t)) for t in h.told])
     y = np.array([1.0 if started(t) else -1.0 for t in h.told])
-    models = [probability(X, y, running, s.started_noise, h.cells, s.sd_floor,
-                          s.hold_unmoved)]
+    models = [probability(X, y, running, s.started_noise, h.cells, s.sd_floor)]
     keys = sorted({k for t in h.measured for k in (t.constraints or {}) if k != STARTS})
     for key in keys:
         has = np.array([key in (t.constraints or {}) for t in h.measured])
@@ -186,8 +182,7 @@ def feasibility(h: History, s: FrontSettings, running: np.ndarray) -> Probabilit
         c = c[:, 0]
         scale = float(np.median(np.abs(c))) or 1.0
         met = -np.sign(c) * np.log1p(np.abs(c) / scale) if s.slo_scale else -c
-        models.append(probability(Xc, met, running, s.slo_noise, h.cells, s.sd_floor,
-                                  s.hold_unmoved))
+        models.append(probability(Xc, met, running, s.slo_noise, h.cells, s.sd_floor))
 
     def prob(cands: np.ndarray) -> np.ndarray:
         return np.prod([m(cands) for m in models], axis=0)

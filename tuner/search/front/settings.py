@@ -74,7 +74,6 @@ class FrontSettings:
     cells: tuple[str, ...] = ()
     cell_kernel: bool = True  # rule: the kernel's cell term over ``cells`` (else a plain one)
     box_cox: bool = True  # rule: each objective on its likeliest Box-Cox power (else the log)
-    hold_unmoved: bool = True  # rule: a flag the data never moved is held inert in the kernel
     measured_spread: bool = True  # rule: confirmation runs' spread is a noise floor and a tie
     ties: bool = True  # rule: a front point counts better by its spread (a gain inside is a tie)
     slo_scale: bool = True  # rule: each SLO's violation on a signed log scale (else as is)
