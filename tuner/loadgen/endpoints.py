@@ -13,6 +13,7 @@ Output length is exact through ``max_tokens`` plus ``ignore_eos``. The OpenAI en
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 
@@ -27,13 +28,19 @@ _LETTERS = "abcdefghijklmnopqrstuvwxyz"
 # list them from id 95 (after <unk> and the 94 printable ASCII characters): there id i spells
 # exactly token i, so text prompts keep their exact length. With real tokenizers a word is
 # usually one or two tokens. Distinct ids give distinct words, so prompts stay distinct.
-_WORDS = ["".join(p) for n in (2, 3, 4) for p in itertools.product(_LETTERS, repeat=n)]
+# Built on first use: most runs send token ids and never spell a word.
 _FIRST_WORD_ID = 95
+
+
+@functools.cache
+def _words() -> list[str]:
+    return ["".join(p) for n in (2, 3, 4) for p in itertools.product(_LETTERS, repeat=n)]
 
 
 def ids_to_text(ids: tuple[int, ...]) -> str:
     """Token ids as a deterministic string of short words (one word per id)."""
-    words, first, n = _WORDS, _FIRST_WORD_ID, len(_WORDS)
+    words, first = _words(), _FIRST_WORD_ID
+    n = len(words)
     return " ".join([words[(i - first) % n] for i in ids])
 
 
