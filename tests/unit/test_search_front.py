@@ -286,6 +286,14 @@ def test_re_measuring_a_noisy_front_point_gains_nothing():
     assert apart > 1.0 and joint < 1e-3 * apart  # nothing but the Cholesky jitter
 
 
+def _copy(study):
+    """A new study with ``study``'s trials, in order, as they were stored (parameters,
+    values, constraints, attributes): the same history as running ``_run`` again."""
+    copy = optuna.create_study(directions=study.directions)
+    copy.add_trials(study.trials)
+    return copy
+
+
 def _proposal(study, space, seed):
     study.sampler = FrontSampler(SETTINGS, seed=seed)
     return optuna_adapter.stored_trial(study, study.ask(space.distributions()))
@@ -299,13 +307,14 @@ def test_a_proposal_another_worker_is_still_asking_is_not_proposed_again(space):
     enc = Encoding(space.distributions())
     checked = 0
     for n in (20, 21):
-        alone = _run(space, 0, n)
+        ran = _run(space, 0, n)
+        alone = _copy(ran)
         for seed in range(20, 24):
             first = _proposal(alone, space, seed)
             alone.tell(first.number, state=optuna.trial.TrialState.FAIL)
             if first.system_attrs[MOVE]["kind"] != "model":
                 continue
-            study = _run(space, 0, n)
+            study = _copy(ran)
             asking = optuna_adapter.stored_trial(study, study.ask())  # no parameters yet
             optuna_adapter.set_trial_system_attr(study, asking, MOVE, dict(
                 first.system_attrs[MOVE], params=dict(first.params)))
