@@ -27,8 +27,9 @@ level_s = 8
 '''
 
 
-def test_a_capacity_study_tells_capacity_and_keeps_each_trials_curve(storage_url,
-                                                                     study_file, tmp_path):
+def test_a_capacity_study_tells_capacity_and_keeps_each_trials_curve(storage_url, study_file,
+                                                                     tmp_path, run_cli,
+                                                                     monkeypatch):
     text = SIM.format(n=48, trials=3, scale=4).replace("p99_itl_ms = 200",
                                                        "p99_itl_ms = 200\np99_ttft_ms = 2000")
     spec = load_study_file(study_file(text + CAPACITY, "cap.toml"))
@@ -56,7 +57,8 @@ def test_a_capacity_study_tells_capacity_and_keeps_each_trials_curve(storage_url
         assert not any(k.startswith("slo:") for k in t.constraints)
         assert "ladder" in t.user_attrs["phases"]
         assert m["output_throughput"] > 0  # the saturated benchmark stays on the record
-    _best_answers_from_the_stored_curves(storage_url, tmp_path)
+    monkeypatch.setenv("TUNER_HOME", str(tmp_path))
+    _best_answers_from_the_stored_curves(storage_url, run_cli)
     # status's best is the most capacity: the SLOs are in it, not limits on the saturated run
     most = max(t.user_attrs["metrics"]["capacity_rps"] for t in measured)
     out = _tuner("status", "cap", "--storage", storage_url, home=tmp_path)
@@ -77,9 +79,10 @@ def _tuner(*args, home):
                           env={**os.environ, "TUNER_HOME": str(home)})
 
 
-def _best_answers_from_the_stored_curves(url, home):
-    """`tuner best` answers at several SLO pairs and rates from the stored curves, with
-    no new trial, as the pure answers say; and refuses a rate past what was measured."""
+def _best_answers_from_the_stored_curves(url, run_cli):
+    """`tuner best` (in this process: the command's answers are the subject here, not its
+    process) answers at several SLO pairs and rates from the stored curves, with no new
+    trial, as the pure answers say; and refuses a rate past what was measured."""
     import json
 
     from tuner.results import capacity
@@ -91,25 +94,25 @@ def _best_answers_from_the_stored_curves(url, home):
     count = len(opened.study.trials)
     edge = capacity.highest_measured(records)
     for itl, ttft in ((200, 2000), (500, 10000), (100, 1500)):
-        out = _tuner("best", "cap", "--storage", url, "--max-itl-p99", itl, "--max-ttft-p99",
-                     ttft, "--format", "json", home=home)
+        code, out, err = run_cli("best", "cap", "--storage", url, "--max-itl-p99", itl,
+                                 "--max-ttft-p99", ttft, "--format", "json")
         expected = capacity.most_capacity(records, itl, ttft)
         if expected is None:
-            assert out.returncode == 1 and "holds" in out.stderr, out.stderr
+            assert code == 1 and "holds" in err, err
             continue
-        assert out.returncode == 0, out.stderr
-        doc = json.loads(out.stdout)
+        assert code == 0, err
+        doc = json.loads(out)
         assert doc["trial"] == expected.trial.number
         assert doc["answer"]["rate_rps"] == expected.rate
     for rate in (4.0, edge):
-        out = _tuner("best", "cap", "--storage", url, "--rate", rate, "--format", "json",
-                     home=home)
+        code, out, err = run_cli("best", "cap", "--storage", url, "--rate", rate, "--format",
+                                 "json")
         expected = capacity.lowest_latency_at(records, rate, 200, 2000)
-        assert (out.returncode == 0) == (expected is not None), out.stderr
+        assert (code == 0) == (expected is not None), err
         if expected is not None:
-            doc = json.loads(out.stdout)
+            doc = json.loads(out)
             assert doc["trial"] == expected.trial.number
             assert doc["answer"]["p99_itl_ms"] == expected.p99_itl_ms
-    out = _tuner("best", "cap", "--storage", url, "--rate", edge * 1.5, home=home)
-    assert out.returncode == 1 and "does not extrapolate" in out.stderr, out.stderr
+    code, out, err = run_cli("best", "cap", "--storage", url, "--rate", edge * 1.5)
+    assert code == 1 and "does not extrapolate" in err, err
     assert len(open_study("cap", url).study.trials) == count  # no new trial
