@@ -15,16 +15,17 @@ CLOSED = LoadSpec(max_concurrency=64, num_requests=200, warmup_requests=16, burs
                   early_stop=True)
 
 
-def test_a_level_is_an_open_loop_bounded_by_time_in_wall_units():
+def test_a_level_is_an_open_loop_of_rate_x_duration_requests_at_the_wall_rate():
     level = level_load(CLOSED, 3.0, 60.0, time_scale=4.0)
-    assert level.request_rate == 12.0 and level.duration_s == 15.0
+    assert level.request_rate == 12.0 and level.num_requests == 180
+    assert level.duration_s is None  # a count: the schedule offers exactly the rate
     assert level.max_concurrency is None and not level.closed_loop
     assert level.warmup_requests == 0 and not level.early_stop
     assert level.burstiness == 0.5  # the study's arrivals still apply
 
 
 def test_a_level_too_large_to_schedule_is_refused():
-    with pytest.raises(UsageError, match="more than"):
+    with pytest.raises(UsageError, match="num_requests"):
         level_load(CLOSED, 1e5, 1e5)
 
 
@@ -53,6 +54,13 @@ def test_a_level_does_not_hold_when_an_slo_fails_a_request_fails_or_the_run_is_i
     assert lv.held is False
     if "failed" in why:
         assert lv.slo_attainment == pytest.approx(72 / 91)
+
+
+def test_a_level_whose_time_in_system_grows_past_the_tolerance_does_not_hold():
+    growing = {"start": 1.0, "end": 6.0, "seconds": 5.0, "requests": 40, "latency_trend": 0.2}
+    lv = level_of(3.1, result(window=growing), tolerance=0.05)
+    assert lv.held is False and lv.latency_trend == 0.2
+    assert level_of(3.1, result(window=growing), tolerance=0.25).held is True
 
 
 def test_the_achieved_rate_is_counted_over_the_steady_window_in_server_time():

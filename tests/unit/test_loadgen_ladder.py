@@ -8,7 +8,7 @@ import math
 import pytest
 
 from tuner.errors import UsageError
-from tuner.loadgen.ladder import LadderPlan, Verdict, assess, next_rate
+from tuner.loadgen.ladder import LadderPlan, Verdict, assess, holds, kept_up, next_rate
 
 pytestmark = pytest.mark.unit
 SATURATED = 40.0
@@ -100,3 +100,23 @@ def test_no_seed_is_refused():
 def test_bad_plans_are_usage_errors(kwargs):
     with pytest.raises(UsageError):
         LadderPlan(**kwargs)
+
+
+@pytest.mark.parametrize(("trend", "kept"), [(None, True), (-0.03, True), (0.0, True),
+                                              (0.05, True), (0.051, False), (1.0, False)])
+def test_a_server_keeps_up_while_the_time_in_system_grows_within_the_tolerance(trend, kept):
+    assert kept_up(trend, 0.05) is kept
+
+
+GOOD = {"valid": True, "slo_met": 1.0, "completed": 100, "failed": 0, "latency_trend": 0.01,
+        "tolerance": 0.05}
+
+
+def test_a_level_holds_when_valid_within_every_slo_and_kept_up():
+    assert holds(**GOOD)
+
+
+@pytest.mark.parametrize("why", [{"valid": False}, {"slo_met": 0.0}, {"slo_met": None},
+                                 {"completed": 0}, {"failed": 1}, {"latency_trend": 0.2}])
+def test_a_level_does_not_hold_when_any_condition_fails(why):
+    assert not holds(**{**GOOD, **why})

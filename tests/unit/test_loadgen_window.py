@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from tuner.loadgen.client import RequestOutput
-from tuner.loadgen.window import MIN_BATCHES, _interval, lag1, steady_window
+from tuner.loadgen.window import MIN_BATCHES, _interval, lag1, latency_trend, steady_window
 
 pytestmark = pytest.mark.unit
 
@@ -84,3 +84,30 @@ def test_the_per_token_itl_can_be_the_intervals_itl():
         o.itl = [2 * STEP] * 3
     assert steady_window(outs, "itl").p99_itl_ms.value == 250.0
     assert steady_window(outs, "itl_per_token").p99_itl_ms.value == 125.0
+
+
+def queue(arrival_gap: float, service: float, n: int = 64) -> list[RequestOutput]:
+    """A FIFO server taking ``service`` s a request, fed one every ``arrival_gap`` s."""
+    outs, free = [], 0.0
+    for k in range(n):
+        start = k * arrival_gap
+        free = max(free, start) + service
+        outs.append(RequestOutput(success=True, start_time=start, ttft=free - start,
+                                  latency=free - start))
+    return outs
+
+
+@pytest.mark.parametrize(("gap", "service", "trend"), [(1.0, 0.5, 0.0), (1.0, 1.0, 0.0),
+                                                        (1.0, 1.25, 0.25), (0.5, 1.0, 1.0)])
+def test_the_latency_trend_reads_how_far_arrivals_outpace_a_queue(gap, service, trend):
+    outs = queue(gap, service)  # a wait that grows by service / gap - 1 s a second, or not
+    assert latency_trend(outs, 0.0, outs[-1].start_time) == pytest.approx(trend)
+
+
+def test_the_latency_trend_counts_only_successes_starting_in_the_window():
+    outs = queue(1.0, 1.25)
+    late = [RequestOutput(success=True, start_time=70.0, latency=1000.0),
+            RequestOutput(success=False, start_time=10.5, latency=1000.0)]
+    assert latency_trend(outs + late, 0.0, 63.0) == pytest.approx(0.25)
+    assert latency_trend(outs[:2], 0.0, 63.0) is None
+    assert steady_window(outs).latency_trend == pytest.approx(0.25)

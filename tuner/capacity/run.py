@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from tuner.errors import BenchmarkError, UsageError
 from tuner.loadgen.benchmark import BenchmarkResult, run_benchmark
-from tuner.loadgen.ladder import LadderPlan, assess, next_rate
+from tuner.loadgen.ladder import LadderPlan, assess, holds, next_rate
 from tuner.loadgen.spec import SLO, LoadSpec, WorkloadSpec
 from tuner.trials.curve import Curve, Level
 
@@ -97,7 +97,7 @@ async def climb(base_url: str, model: str, workload: WorkloadSpec, load: LoadSpe
             if result.valid or not (result.lag_reason
                                     or result.metrics.get("coalesced_reads")):
                 break
-        levels.append(level_of(rate, result))
+        levels.append(level_of(rate, result, plan.tolerance))
         held[rate] = bool(levels[-1].held)
     verdict = assess(held, saturated, plan).verdict
     return Curve(levels=tuple(levels), saturated_rps=saturated, tolerance=plan.tolerance,
@@ -105,23 +105,32 @@ async def climb(base_url: str, model: str, workload: WorkloadSpec, load: LoadSpe
 
 
 def level_load(load: LoadSpec, rate: float, level_s: float, time_scale: float = 1.0) -> LoadSpec:
-    """``load`` as one open-loop level: ``rate`` requests/s for ``level_s`` seconds (server
-    time), no concurrency limit, no warm-up, no early stop. Validated (a UsageError when
-    the level would schedule too many requests)."""
+    """``load`` as one open-loop level: ``round(rate x level_s)`` requests (at least one)
+    at ``rate`` requests/s (server time), no concurrency limit, no warm-up, no early stop.
+    A fixed count, as ``vllm bench serve --request-rate R --num-prompts N``, whose schedule
+    (``tuner.loadgen.arrivals.arrival_times``) is rescaled so that the last arrival falls
+    at ``N / R``: the level offers exactly its rate. Arrivals over a fixed duration instead
+    offer a Poisson count, a few percent off the rate on a short level (one standard
+    deviation is ``1 / sqrt(rate x level_s)``), more than the ladder's tolerance. Validated
+    (a UsageError when the level would schedule too many requests)."""
     return LoadSpec(**{**load.model_dump(), "request_rate": rate * time_scale,
-                       "duration_s": level_s / time_scale, "max_concurrency": None,
-                       "warmup_requests": 0, "early_stop": False})
+                       "num_requests": max(1, round(rate * level_s)), "duration_s": None,
+                       "max_concurrency": None, "warmup_requests": 0, "early_stop": False})
 
 
-def level_of(rate: float, result: BenchmarkResult) -> Level:
+def level_of(rate: float, result: BenchmarkResult, tolerance: float = LadderPlan.tolerance
+             ) -> Level:
     """The level a run at offered ``rate`` measured (its metrics already in server time):
     the output throughput over the steady window where it gave an interval, else over the
     run; latencies over the whole run, as ``vllm bench serve`` reports them. SLO attainment
-    counts failed requests as missing the SLOs."""
+    counts failed requests as missing the SLOs. It holds as ``tuner.loadgen.ladder.holds``
+    says, the server keeping up within ``tolerance`` (the ladder's)."""
     m = result.metrics
     completed, failed = int(m.get("completed", 0)), int(m.get("failed", 0))
     good = round(m.get("request_goodput", 0.0) * m.get("duration", 0.0))
-    held = (result.valid and m.get("slo_met") == 1.0 and failed == 0 and completed > 0)
+    trend = (result.window or {}).get("latency_trend")
+    held = holds(valid=result.valid, slo_met=m.get("slo_met"), completed=completed,
+                 failed=failed, latency_trend=trend, tolerance=tolerance)
     return Level(offered_rps=rate, achieved_rps=achieved_rps(result),
                  output_throughput=_finite(m.get("steady_output_throughput",
                                                  m.get("output_throughput"))),
@@ -130,7 +139,8 @@ def level_of(rate: float, result: BenchmarkResult) -> Level:
                  p50_itl_ms=_finite(m.get("median_itl_ms")),
                  p99_itl_ms=_finite(m.get("p99_itl_ms")),
                  slo_attainment=good / (completed + failed) if completed + failed else 0.0,
-                 goodput_rps=_finite(m.get("request_goodput")), held=held,
+                 goodput_rps=_finite(m.get("request_goodput")),
+                 latency_trend=_finite(trend), held=held,
                  requests=completed + failed, failed=failed,
                  invalid_reason=result.invalid_reason)
 

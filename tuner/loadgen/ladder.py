@@ -20,6 +20,10 @@ The saturated throughput of the warm-up (a closed loop at full load, requests/s)
 With the default ``first_share`` of 1/2, a capacity between a quarter of the saturated
 throughput and all of it is bracketed in two levels and narrowed from a factor of 2 to
 within 5 % in four more: six levels.
+
+A level holds (``holds``) when its run met every SLO and the server kept up with it
+(``kept_up``): a level is short, and a backlog that grows through it may still leave its
+p99 latencies within the SLOs, although a longer run at that rate would not.
 """
 
 from __future__ import annotations
@@ -69,6 +73,24 @@ class LadderPlan:
             raise UsageError(f"ladder first_share {self.first_share} must lie in (0, 1]")
         if not self.step > 1:
             raise UsageError(f"ladder step {self.step} must be above 1")
+
+
+def kept_up(latency_trend: float | None, tolerance: float) -> bool:
+    """Whether the server kept up with a level's arrivals: the time in system grew by at
+    most ``tolerance`` seconds per second of arrivals (``latency_trend``,
+    ``tuner.loadgen.window.latency_trend``). A queue fed ``1 + e`` times faster than it is
+    served grows so at ``e``: with the ladder's tolerance, a level at a rate more than the
+    tolerance above what the server sustains does not hold, whatever its short run's
+    latencies. None (too few requests to tell) is no evidence of a backlog."""
+    return latency_trend is None or latency_trend <= tolerance
+
+
+def holds(*, valid: bool, slo_met: float | None, completed: int, failed: int,
+          latency_trend: float | None, tolerance: float) -> bool:
+    """Whether a level holds: a valid run (it measured the server, not the client) that
+    completed requests, failed none, met every SLO (``slo_met`` 1) and ``kept_up``."""
+    return (valid and slo_met == 1.0 and completed > 0 and failed == 0
+            and kept_up(latency_trend, tolerance))
 
 
 @dataclass(frozen=True)

@@ -74,6 +74,7 @@ class Window:
     output_throughput: Interval | None
     p99_itl_ms: Interval | None
     itl_metric: str  # "itl" (vLLM's, per message) or "itl_per_token"
+    latency_trend: float | None = None  # see ``latency_trend``
 
     @property
     def seconds(self) -> float:
@@ -124,7 +125,28 @@ def steady_window(outputs: Sequence[RequestOutput], itl_metric: str = "itl") -> 
         p99s = [_p99_ms(itl_v[(itl_t >= a) & (itl_t < b)]) for a, b in zip(edges, edges[1:])]
         throughput = _interval(pooled_rate, rates)
         p99 = _interval(pooled_p99, [x for x in p99s if not math.isnan(x)])
-    return Window(float(start), float(end), done, batches, throughput, p99, itl_metric)
+    return Window(float(start), float(end), done, batches, throughput, p99, itl_metric,
+                  latency_trend(ok, start, end))
+
+
+def latency_trend(outputs: Sequence[RequestOutput], start: float, end: float) -> float | None:
+    """How fast the time in system grows: the least-squares slope of the end-to-end latency
+    of the requests that started in ``[start, end]`` against their start times (seconds per
+    second, so the same in simulated and wall time); None with fewer than 3 such requests.
+
+    A server that keeps up with its load has no trend (each request waits about as long as
+    the one before). One that does not builds a backlog: a FIFO queue served at ``mu``
+    with arrivals at ``lambda > mu`` makes each request wait ``lambda / mu - 1`` seconds
+    longer per second of arrivals, so the trend reads how far the load is above what the
+    server sustains, as a share of it."""
+    pts = [(o.start_time, o.latency) for o in outputs
+           if o.success and start <= o.start_time <= end]
+    if len(pts) < 3:
+        return None
+    t, lat = np.asarray(pts, dtype=float).T
+    if np.ptp(t) <= 0:
+        return None
+    return float(np.polyfit(t, lat, 1)[0])
 
 
 def _stamps(ok: Sequence[RequestOutput], itl_metric: str):

@@ -34,8 +34,9 @@ LEVEL_FIGURES = ("achieved_rps", "output_throughput", "p50_ttft_ms", "p99_ttft_m
 @dataclass(frozen=True)
 class Level(Part):
     """One rung of the ladder: the ``offered_rps`` of its arrivals and what the server did.
-    ``held``: every study SLO held over the run (and the run was a valid measurement;
-    ``invalid_reason`` says why not)."""
+    ``held``: every study SLO held over the run, the server kept up (``latency_trend``
+    within the ladder's tolerance, ``tuner.loadgen.ladder.kept_up``), and the run was a
+    valid measurement (``invalid_reason`` says why not)."""
 
     offered_rps: float | None = None
     achieved_rps: float | None = None           # completed requests / run duration
@@ -46,6 +47,7 @@ class Level(Part):
     p99_itl_ms: float | None = None
     slo_attainment: float | None = None         # share of requests meeting every SLO
     goodput_rps: float | None = None            # vLLM's request_goodput
+    latency_trend: float | None = None          # time in system's growth, s per s
     held: bool | None = None
     requests: int | None = None
     failed: int | None = None
