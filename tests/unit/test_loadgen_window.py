@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from tuner.loadgen.client import RequestOutput
-from tuner.loadgen.window import MIN_BATCHES, _interval, lag1, latency_trend, steady_window
+from tuner.loadgen.window import (MIN_BATCHES, _interval, lag1, latency_trend, steady_requests,
+                                  steady_window)
 
 pytestmark = pytest.mark.unit
 
@@ -101,13 +102,19 @@ def queue(arrival_gap: float, service: float, n: int = 64) -> list[RequestOutput
                                                         (1.0, 1.25, 0.25), (0.5, 1.0, 1.0)])
 def test_the_latency_trend_reads_how_far_arrivals_outpace_a_queue(gap, service, trend):
     outs = queue(gap, service)  # a wait that grows by service / gap - 1 s a second, or not
-    assert latency_trend(outs, 0.0, outs[-1].start_time) == pytest.approx(trend)
+    assert latency_trend(outs) == pytest.approx(trend)
 
 
-def test_the_latency_trend_counts_only_successes_starting_in_the_window():
+def test_the_latency_trend_counts_only_successes():
     outs = queue(1.0, 1.25)
-    late = [RequestOutput(success=True, start_time=70.0, latency=1000.0),
-            RequestOutput(success=False, start_time=10.5, latency=1000.0)]
-    assert latency_trend(outs + late, 0.0, 63.0) == pytest.approx(0.25)
-    assert latency_trend(outs[:2], 0.0, 63.0) is None
-    assert steady_window(outs).latency_trend == pytest.approx(0.25)
+    failed = RequestOutput(success=False, start_time=10.5, latency=1000.0)
+    assert latency_trend(outs + [failed]) == pytest.approx(0.25)
+    assert latency_trend(outs[:2]) is None
+
+
+def test_steady_requests_start_in_the_window_a_median_latency_before_its_end():
+    outs = queue(1.0, 0.5)  # every latency 0.5 s
+    failed = RequestOutput(success=False, start_time=10.0)
+    steady = steady_requests(outs + [failed], 2.0, 20.0)
+    assert [o.start_time for o in steady] == [float(t) for t in range(2, 20)] + [10.0]
+    assert steady_window(queue(1.0, 1.25)).latency_trend == pytest.approx(0.25)

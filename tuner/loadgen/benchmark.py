@@ -29,7 +29,7 @@ from tuner.loadgen.priority import REALTIME
 from tuner.loadgen.replay import arrivals_at, arrivals_within_at
 from tuner.loadgen.spec import SLO, LoadSpec, WorkloadSpec
 from tuner.loadgen.trace import read_trace
-from tuner.loadgen.window import Window, steady_window
+from tuner.loadgen.window import Window, steady_requests, steady_window
 
 Progress = Callable[[int, int | None], None]
 WARMUP_SEED_OFFSET = 1_000_003
@@ -222,6 +222,10 @@ def _result(shards: list[ShardResult], t0: float, workload: WorkloadSpec, load: 
     window = steady_window(outputs, load.itl_metric) if load.closed_loop or paced else None
     stop = shards[0].stop_reason if len(shards) == 1 else "count"
     metrics.update(steady_metrics(window, load.itl_metric))
+    if paced and window is not None:
+        metrics.update(steady_request_metrics(
+            steady_requests(outputs, window.start, window.end), dur_s,
+            to_wall_time(slo, time_scale)))
     return BenchmarkResult(
         metrics=to_simulated_time(metrics, time_scale), failures=count_failures(outputs),
         server=server, client=client, valid=reason is None, invalid_reason=reason,
@@ -238,6 +242,21 @@ def steady_metrics(window: Window | None, itl_metric: str) -> dict[str, float]:
         out["steady_output_throughput"] = window.output_throughput.value
     if window is not None and window.p99_itl_ms is not None:
         out[f"steady_p99_{itl_metric}_ms"] = window.p99_itl_ms.value
+    return out
+
+
+def steady_request_metrics(steady: list[RequestOutput], dur_s: float,
+                           slo: SLO | None) -> dict[str, float]:
+    """An open-loop run's figures over its ``steady_requests`` (``window``), free of the
+    ramp and the drain, whose lighter load flatters a short run's p99s: their count, and
+    with some, their p99 TTFT and ITL (``steady_requests_p99_ttft_ms``, ...) and, given an
+    SLO, whether those met it (``steady_requests_slo_met``, as ``slo_met``)."""
+    out: dict[str, float] = {"steady_requests": float(len(steady))}
+    if not any(o.success for o in steady):
+        return out
+    m = calculate_metrics(steady, dur_s, slo)
+    out.update({f"steady_requests_{k}": m[k] for k in ("p99_ttft_ms", "p99_itl_ms", "slo_met")
+                if k in m})
     return out
 
 

@@ -126,21 +126,32 @@ def steady_window(outputs: Sequence[RequestOutput], itl_metric: str = "itl") -> 
         throughput = _interval(pooled_rate, rates)
         p99 = _interval(pooled_p99, [x for x in p99s if not math.isnan(x)])
     return Window(float(start), float(end), done, batches, throughput, p99, itl_metric,
-                  latency_trend(ok, start, end))
+                  latency_trend(steady_requests(ok, start, end)))
 
 
-def latency_trend(outputs: Sequence[RequestOutput], start: float, end: float) -> float | None:
+def steady_requests(outputs: Sequence[RequestOutput], start: float,
+                    end: float) -> list[RequestOutput]:
+    """The requests (failed ones too) that lived in the steady state of a window ``[start,
+    end]``: those that started in it, at least one median latency (of the successful
+    ones) before its end. A request that starts later spends its last tokens in the drain,
+    whose falling load shortens them; one that starts before the window, in the ramp."""
+    ok = [o.latency for o in outputs if o.success]
+    last = end - (float(np.median(ok)) if ok else 0.0)
+    return [o for o in outputs if start <= o.start_time <= last]
+
+
+def latency_trend(outputs: Sequence[RequestOutput]) -> float | None:
     """How fast the time in system grows: the least-squares slope of the end-to-end latency
-    of the requests that started in ``[start, end]`` against their start times (seconds per
-    second, so the same in simulated and wall time); None with fewer than 3 such requests.
+    of the successful ``outputs`` (a window's ``steady_requests``) against their start
+    times (seconds per second, so the same in simulated and wall time); None with fewer
+    than 3 of them.
 
     A server that keeps up with its load has no trend (each request waits about as long as
     the one before). One that does not builds a backlog: a FIFO queue served at ``mu``
     with arrivals at ``lambda > mu`` makes each request wait ``lambda / mu - 1`` seconds
     longer per second of arrivals, so the trend reads how far the load is above what the
     server sustains, as a share of it."""
-    pts = [(o.start_time, o.latency) for o in outputs
-           if o.success and start <= o.start_time <= end]
+    pts = [(o.start_time, o.latency) for o in outputs if o.success]
     if len(pts) < 3:
         return None
     t, lat = np.asarray(pts, dtype=float).T

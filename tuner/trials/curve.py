@@ -34,7 +34,8 @@ LEVEL_FIGURES = ("achieved_rps", "output_throughput", "p50_ttft_ms", "p99_ttft_m
 @dataclass(frozen=True)
 class Level(Part):
     """One rung of the ladder: the ``offered_rps`` of its arrivals and what the server did.
-    ``held``: every study SLO held over the run, the server kept up (``latency_trend``
+    ``held``: every study SLO held over the run's steady requests (the whole run where it
+    had none; ``tuner.capacity.run.level_of``), the server kept up (``latency_trend``
     within the ladder's tolerance, ``tuner.loadgen.ladder.kept_up``), and the run was a
     valid measurement (``invalid_reason`` says why not)."""
 
@@ -45,6 +46,8 @@ class Level(Part):
     p99_ttft_ms: float | None = None
     p50_itl_ms: float | None = None
     p99_itl_ms: float | None = None
+    steady_p99_ttft_ms: float | None = None     # over the steady requests, judged by held
+    steady_p99_itl_ms: float | None = None
     slo_attainment: float | None = None         # share of requests meeting every SLO
     goodput_rps: float | None = None            # vLLM's request_goodput
     latency_trend: float | None = None          # time in system's growth, s per s
