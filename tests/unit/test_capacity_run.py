@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tuner.errors import UsageError
-from tuner.loadgen.benchmark import BenchmarkResult, steady_request_metrics
-from tuner.loadgen.client import RequestOutput
+from tuner.loadgen.benchmark import BenchmarkResult, window_slo_metrics
 from tuner.capacity.run import achieved_rps, level_load, level_of
 from tuner.loadgen.metrics import to_wall_time
 from tuner.loadgen.spec import SLO, LoadSpec
@@ -64,23 +63,20 @@ def test_a_level_whose_time_in_system_grows_past_the_tolerance_does_not_hold():
     assert level_of(3.1, result(window=growing), tolerance=0.25).held is True
 
 
-def test_a_level_is_judged_on_its_steady_requests_where_it_has_them():
-    flattered = result(slo_met=1.0, steady_requests_slo_met=0.0,
-                       steady_requests_p99_itl_ms=60.0)
+def test_a_level_is_judged_on_its_steady_state_where_it_has_one():
+    flattered = result(slo_met=1.0, window_slo_met=0.0, window_p99_itl_ms=60.0)
     lv = level_of(3.1, flattered)
     assert lv.held is False and lv.steady_p99_itl_ms == 60.0 and lv.p99_itl_ms == 45.0
-    assert level_of(3.1, result(slo_met=0.0, steady_requests_slo_met=1.0)).held is True
+    assert level_of(3.1, result(slo_met=0.0, window_slo_met=1.0)).held is True
 
 
-def test_steady_request_metrics_judge_the_slo_on_those_requests_alone():
-    slow = [RequestOutput(success=True, start_time=float(k), ttft=0.5 if k < 99 else 3.0,
-                          latency=1.0 if k < 99 else 3.5, output_tokens=2, itl=[0.5])
-            for k in range(100)]
-    m = steady_request_metrics(slow[:99], 100.0, SLO(ttft_p99_ms=1000.0))
-    assert m["steady_requests"] == 99 and m["steady_requests_slo_met"] == 1.0
-    assert steady_request_metrics(slow[90:], 100.0, SLO(ttft_p99_ms=1000.0))[
-        "steady_requests_slo_met"] == 0.0
-    assert steady_request_metrics([], 100.0, SLO(ttft_p99_ms=1000.0)) == {"steady_requests": 0}
+def test_the_window_meets_the_slo_on_its_own_figures_when_it_has_every_one():
+    figures = {"p99_ttft_ms": 900.0, "p99_itl_ms": 60.0}
+    m = window_slo_metrics(figures, SLO(ttft_p99_ms=1000.0, itl_p99_ms=50.0))
+    assert m == {"window_p99_ttft_ms": 900.0, "window_p99_itl_ms": 60.0, "window_slo_met": 0.0}
+    assert window_slo_metrics(figures, SLO(ttft_p99_ms=1000.0))["window_slo_met"] == 1.0
+    assert "window_slo_met" not in window_slo_metrics(figures, SLO(e2el_ms=5000.0))
+    assert "window_slo_met" not in window_slo_metrics(figures, None)
 
 
 def test_the_achieved_rate_is_counted_over_the_steady_window_in_server_time():

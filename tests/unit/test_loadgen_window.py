@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from tuner.loadgen.client import RequestOutput
-from tuner.loadgen.window import (MIN_BATCHES, _interval, lag1, latency_trend, steady_requests,
-                                  steady_window)
+from tuner.loadgen.window import (MIN_BATCHES, _interval, lag1, latency_trend, steady_figures,
+                                  steady_requests, steady_window)
 
 pytestmark = pytest.mark.unit
 
@@ -118,3 +118,17 @@ def test_steady_requests_start_in_the_window_a_median_latency_before_its_end():
     steady = steady_requests(outs + [failed], 2.0, 20.0)
     assert [o.start_time for o in steady] == [float(t) for t in range(2, 20)] + [10.0]
     assert steady_window(queue(1.0, 1.25)).latency_trend == pytest.approx(0.25)
+
+
+def test_steady_figures_leave_out_the_ramp_and_the_drain():
+    # steady requests: the first token after 0.125 s, then 7 gaps of 0.125 s; a slow first
+    # token in the ramp and a slow gap in the drain would otherwise set the p99s
+    outs = [request(float(k)) for k in range(2, 40)]
+    ramp = RequestOutput(success=True, start_time=0.0, ttft=2.0, itl=[0.125] * 7,
+                         itl_per_token=[0.125] * 7, latency=2.875, output_tokens=8)
+    drain = RequestOutput(success=True, start_time=39.5, ttft=0.125, itl=[0.125] * 6 + [4.0],
+                          itl_per_token=[0.125] * 6 + [4.0], latency=4.875, output_tokens=8)
+    figures = steady_figures([ramp, *outs, drain], 1.0, 39.5)
+    assert figures["p99_ttft_ms"] == 125.0 and figures["p99_itl_ms"] == 125.0
+    assert figures["p99_e2el_ms"] == 1000.0 and figures["p99_tpot_ms"] == 125.0
+    assert steady_figures([], 1.0, 39.5) == {}

@@ -123,10 +123,10 @@ def level_of(rate: float, result: BenchmarkResult, tolerance: float = LadderPlan
     """The level a run at offered ``rate`` measured (its metrics already in server time):
     the output throughput over the steady window where it gave an interval, else over the
     run; latencies over the whole run, as ``vllm bench serve`` reports them, and over its
-    steady requests (``steady_p99_*``, ``tuner.loadgen.window.steady_requests``). SLO
+    steady state (``steady_p99_*``, ``tuner.loadgen.window.steady_figures``). SLO
     attainment counts failed requests as missing the SLOs. It holds as
-    ``tuner.loadgen.ladder.holds`` says: the SLOs judged on the steady requests where the
-    run had some (a long run at the rate is mostly steady state; a short level's ramp and
+    ``tuner.loadgen.ladder.holds`` says: the SLOs judged on the steady state where the
+    run had one (a long run at the rate is mostly steady state; a short level's ramp and
     drain, at a lighter load, would flatter its p99s), else on the whole run, and the
     server keeping up within ``tolerance`` (the ladder's)."""
     m = result.metrics
@@ -134,7 +134,7 @@ def level_of(rate: float, result: BenchmarkResult, tolerance: float = LadderPlan
     good = round(m.get("request_goodput", 0.0) * m.get("duration", 0.0))
     trend = (result.window or {}).get("latency_trend")
     held = holds(valid=result.valid, completed=completed,
-                 slo_met=m.get("steady_requests_slo_met", m.get("slo_met")),
+                 slo_met=m.get("window_slo_met", m.get("slo_met")),
                  failed=failed, latency_trend=trend, tolerance=tolerance)
     return Level(offered_rps=rate, achieved_rps=achieved_rps(result),
                  output_throughput=_finite(m.get("steady_output_throughput",
@@ -143,8 +143,8 @@ def level_of(rate: float, result: BenchmarkResult, tolerance: float = LadderPlan
                  p99_ttft_ms=_finite(m.get("p99_ttft_ms")),
                  p50_itl_ms=_finite(m.get("median_itl_ms")),
                  p99_itl_ms=_finite(m.get("p99_itl_ms")),
-                 steady_p99_ttft_ms=_finite(m.get("steady_requests_p99_ttft_ms")),
-                 steady_p99_itl_ms=_finite(m.get("steady_requests_p99_itl_ms")),
+                 steady_p99_ttft_ms=_finite(m.get("window_p99_ttft_ms")),
+                 steady_p99_itl_ms=_finite(m.get("window_p99_itl_ms")),
                  slo_attainment=good / (completed + failed) if completed + failed else 0.0,
                  goodput_rps=_finite(m.get("request_goodput")),
                  latency_trend=_finite(trend), held=held,

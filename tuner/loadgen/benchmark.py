@@ -23,13 +23,14 @@ from tuner.loadgen.client import MAX_PAGE_BYTES, RequestOutput, read_capped
 from tuner.loadgen.dispatch import ShardPlan, ShardResult, run_shard
 from tuner.loadgen.lag import judge, lag_stats
 from tuner.loadgen.metrics import (calculate_metrics, count_failures, noise_estimate,
+                                   run_meets_slo,
                                    to_simulated_time, to_wall_time)
 from tuner.loadgen.multiproc import run_in_processes
 from tuner.loadgen.priority import REALTIME
 from tuner.loadgen.replay import arrivals_at, arrivals_within_at
 from tuner.loadgen.spec import SLO, LoadSpec, WorkloadSpec
 from tuner.loadgen.trace import read_trace
-from tuner.loadgen.window import Window, steady_requests, steady_window
+from tuner.loadgen.window import Window, steady_figures, steady_window
 
 Progress = Callable[[int, int | None], None]
 WARMUP_SEED_OFFSET = 1_000_003
@@ -223,9 +224,8 @@ def _result(shards: list[ShardResult], t0: float, workload: WorkloadSpec, load: 
     stop = shards[0].stop_reason if len(shards) == 1 else "count"
     metrics.update(steady_metrics(window, load.itl_metric))
     if paced and window is not None:
-        metrics.update(steady_request_metrics(
-            steady_requests(outputs, window.start, window.end), dur_s,
-            to_wall_time(slo, time_scale)))
+        metrics.update(window_slo_metrics(steady_figures(outputs, window.start, window.end),
+                                          to_wall_time(slo, time_scale)))
     return BenchmarkResult(
         metrics=to_simulated_time(metrics, time_scale), failures=count_failures(outputs),
         server=server, client=client, valid=reason is None, invalid_reason=reason,
@@ -245,18 +245,16 @@ def steady_metrics(window: Window | None, itl_metric: str) -> dict[str, float]:
     return out
 
 
-def steady_request_metrics(steady: list[RequestOutput], dur_s: float,
-                           slo: SLO | None) -> dict[str, float]:
-    """An open-loop run's figures over its ``steady_requests`` (``window``), free of the
-    ramp and the drain, whose lighter load flatters a short run's p99s: their count, and
-    with some, their p99 TTFT and ITL (``steady_requests_p99_ttft_ms``, ...) and, given an
-    SLO, whether those met it (``steady_requests_slo_met``, as ``slo_met``)."""
-    out: dict[str, float] = {"steady_requests": float(len(steady))}
-    if not any(o.success for o in steady):
-        return out
-    m = calculate_metrics(steady, dur_s, slo)
-    out.update({f"steady_requests_{k}": m[k] for k in ("p99_ttft_ms", "p99_itl_ms", "slo_met")
-                if k in m})
+def window_slo_metrics(figures: dict[str, float], slo: SLO | None) -> dict[str, float]:
+    """An open-loop run's ``window.steady_figures`` as ``window_p99_ttft_ms``..., and, given
+    an SLO whose every figure the window has, whether they met it (``window_slo_met``,
+    judged as ``slo_met``)."""
+    out = {f"window_{k}": v for k, v in figures.items()}
+    if slo is not None and not slo.empty and all(
+            lim is None or key in figures for lim, key in (
+                (slo.ttft_p99_ms, "p99_ttft_ms"), (slo.itl_p99_ms, "p99_itl_ms"),
+                (slo.tpot_ms, "p99_tpot_ms"), (slo.e2el_ms, "p99_e2el_ms"))):
+        out["window_slo_met"] = float(run_meets_slo(figures, slo))
     return out
 
 

@@ -40,6 +40,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from tuner.loadgen.client import RequestOutput
+from tuner.loadgen.metrics import tpot
 
 MAX_BATCHES = 20  # more batches than this only shortens them below what is needed
 MIN_BATCHES = 4  # a t-interval from fewer is too wide to decide anything
@@ -138,6 +139,26 @@ def steady_requests(outputs: Sequence[RequestOutput], start: float,
     ok = [o.latency for o in outputs if o.success]
     last = end - (float(np.median(ok)) if ok else 0.0)
     return [o for o in outputs if start <= o.start_time <= last]
+
+
+def steady_figures(outputs: Sequence[RequestOutput], start: float,
+                   end: float) -> dict[str, float]:
+    """The p99s (ms, as ``p99_ttft_ms``... in ``tuner.loadgen.metrics``) of the steady state
+    of a paced run's window ``[start, end]``: the TTFT of the requests that started in it,
+    the ITL (vLLM's, per message) of the gaps that ended in it, and the TPOT and E2EL of
+    its ``steady_requests``. The ramp and the drain run at a lighter load, and their gaps
+    would flatter a short run's p99s. A figure without a sample is left out."""
+    ok = [o for o in outputs if o.success]
+    if not ok:
+        return {}
+    _, itl_t, itl_v = _stamps(ok, "itl")
+    steady = steady_requests(ok, start, end)
+    samples = (("ttft", [o.ttft for o in ok if start <= o.start_time <= end]),
+               ("itl", itl_v[(itl_t >= start) & (itl_t <= end)]),
+               ("tpot", [tpot(o) for o in steady if (o.output_tokens or 1) > 1]),
+               ("e2el", [o.latency for o in steady]))
+    return {f"p99_{name}_ms": _p99_ms(np.asarray(values, dtype=float))
+            for name, values in samples if len(values)}
 
 
 def latency_trend(outputs: Sequence[RequestOutput]) -> float | None:
