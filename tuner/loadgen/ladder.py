@@ -9,17 +9,22 @@ budget is spent, as SGLang's ``auto_benchmark`` and Vidur-Search bisect the rate
 The saturated throughput of the warm-up (a closed loop at full load, requests/s) seeds it:
 
 - the first level is ``start_rate``, else ``first_share`` x the saturated throughput;
-- while every level held, the next doubles the highest, capped at the saturated
-  throughput (an open loop above it only grows its queue); once a level at or near the
-  saturated throughput held, the ladder stops there: capacity is that level, never a rate
-  above the highest measured one;
+- while every level held, the next doubles the highest, as long as that stays below the
+  saturated throughput; past it, the saturated throughput is the bracket's upper end and
+  the next is the geometric mean of the highest level and it. An open loop at the
+  saturated throughput is a queue at utilisation 1, whose backlog has no steady state: a
+  long run there meets no TTFT SLO, and a short level there that holds is luck. So the
+  saturated rate itself is never measured (unless ``start_rate`` is at or above it). Once
+  a level within the tolerance below it (or above it) held, the ladder stops: capacity
+  is that level, never a rate above the highest measured one;
 - while every level failed, the next halves the lowest; if the budget ends so, the
   capacity is 0;
 - with a bracket, the next is its geometric mean (rates span orders of magnitude).
 
 With the default ``first_share`` of 1/2, a capacity between a quarter of the saturated
-throughput and all of it is bracketed in two levels and narrowed from a factor of 2 to
-within 5 % in four more: six levels.
+throughput and all of it is bracketed, and narrowed to within 5 %, in at most six levels
+(five above a half: 1/2, then 0.71, 0.84, 0.92, 0.96 of the saturated throughput while
+every level holds).
 
 A level holds (``holds``) when its run met every SLO and the server kept up with it
 (``kept_up``): a level is short, and a backlog that grows through it may still leave its
@@ -144,5 +149,5 @@ def next_rate(levels: Mapping[float, bool], saturated: float | None,
         return math.sqrt(out.lo * out.hi)
     if out.lo is not None:
         up = out.lo * plan.step
-        return up if saturated is None else min(up, saturated)
+        return up if saturated is None or up < saturated else math.sqrt(out.lo * saturated)
     return min(levels) / plan.step
