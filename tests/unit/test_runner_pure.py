@@ -161,11 +161,12 @@ def test_vllm_bench_beside_a_ladder_runs_at_the_rates_that_bracket_capacity():
 def test_vllm_bench_at_a_rate_is_one_open_loop_level(tmp_path):
     from pathlib import Path
 
+    from tuner.loadgen.ladder import level_requests
     from tuner.runner import crosscheck
 
     spec = load_study_file(Path("studies/llama3-8b-h200.toml"))
     argv = crosscheck.command(spec, "http://127.0.0.1:1", "m", tmp_path,
-                              crosscheck.level_prompts(12.5, 16), request_rate=12.5)
+                              level_requests(12.5, 16), request_rate=12.5)
     assert argv[argv.index("--request-rate") + 1] == "12.5"
     assert argv[argv.index("--num-prompts") + 1] == "200"
     assert argv[argv.index("--num-warmups") + 1] == "0"
@@ -173,4 +174,4 @@ def test_vllm_bench_at_a_rate_is_one_open_loop_level(tmp_path):
     seeds = {crosscheck.command(spec, "u", "m", tmp_path, 10, 12.5, run)[
         argv.index("--seed") + 1] for run in range(3)}
     assert len(seeds) == 3  # each run its own prompts: no prefix-cache hit on the last ones
-    assert crosscheck.level_prompts(0.01, 16) == 1
+    assert level_requests(0.01, 16) == 1

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from tuner.errors import BenchmarkError, UsageError
 from tuner.loadgen.benchmark import BenchmarkResult, run_benchmark
-from tuner.loadgen.ladder import LadderPlan, assess, holds, next_rate
+from tuner.loadgen.ladder import LadderPlan, assess, holds, level_requests, next_rate
 from tuner.loadgen.spec import SLO, LoadSpec, WorkloadSpec
 from tuner.trials.curve import Curve, Level
 
@@ -114,7 +114,7 @@ def level_load(load: LoadSpec, rate: float, level_s: float, time_scale: float = 
     deviation is ``1 / sqrt(rate x level_s)``), more than the ladder's tolerance. Validated
     (a UsageError when the level would schedule too many requests)."""
     return LoadSpec(**{**load.model_dump(), "request_rate": rate * time_scale,
-                       "num_requests": max(1, round(rate * level_s)), "duration_s": None,
+                       "num_requests": level_requests(rate, level_s), "duration_s": None,
                        "max_concurrency": None, "warmup_requests": 0, "early_stop": False})
 
 

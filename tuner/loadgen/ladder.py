@@ -151,3 +151,9 @@ def next_rate(levels: Mapping[float, bool], saturated: float | None,
         up = out.lo * plan.step
         return up if saturated is None or up < saturated else math.sqrt(out.lo * saturated)
     return min(levels) / plan.step
+
+
+def level_requests(rate: float, level_s: float) -> int:
+    """How many requests a level at ``rate`` requests/s for ``level_s`` seconds sends: a
+    fixed count (at least one), as ``vllm bench serve --num-prompts``."""
+    return max(1, round(rate * level_s))

@@ -33,6 +33,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from tuner.loadgen.ladder import level_requests
 from tuner.loadgen.plan import RUN_SEED_STEP
 from tuner.spec.study import StudySpec
 from tuner.trials.curve import Curve
@@ -68,11 +69,6 @@ def bracket_rates(curve: Curve | None) -> tuple[float, ...]:
     above = [lv.offered_rps for lv in levels if not lv.held
              and (low is None or lv.offered_rps > low)]
     return tuple(r for r in (low, min(above, default=None)) if r is not None)
-
-
-def level_prompts(rate: float, level_s: float) -> int:
-    """How many requests a ladder level at ``rate`` requests/s sends in ``level_s`` s."""
-    return max(1, round(rate * level_s))
 
 
 def command(spec: StudySpec, url: str, model: str, result_dir: Path,
@@ -127,7 +123,7 @@ def run_levels(spec: StudySpec, url: str, model: str, env: dict[str, str],
     Never raises."""
     levels = []
     for run, rate in enumerate(rates):
-        got = _run_once(spec, url, model, env, level_prompts(rate, spec.capacity.level_s),
+        got = _run_once(spec, url, model, env, level_requests(rate, spec.capacity.level_s),
                         rate, run)
         levels.append({"request_rate": rate, **got})
     return {"levels": levels}
