@@ -46,7 +46,7 @@ from tuner.search.front import FrontSettings
 from tuner.home import writable_folder
 from tuner.storage.outage import retrying
 from tuner.storage.database import HEARTBEAT_S, cache_root, study_dir
-from tuner.storage.studies import ask_study_engine
+from tuner.storage.studies import ask_study_engine, with_stored_search
 from tuner.trials import drift, pareto, queries, record
 from tuner.trials.queued import enqueue_as_given
 from tuner.trials.parts import Failure
@@ -208,7 +208,9 @@ class Worker:
         return reason
 
     def _reason_to_stop(self, started: float, dup_run: int) -> str | None:
+        self.opened = self._db(lambda: with_stored_search(self.opened))
         spec = self.opened.spec
+        self.progress.total = spec.search.n_trials
         if self.n_trials is not None and self.summary.launched >= self.n_trials:
             return f"this worker ran its {self.n_trials} trials"
         if queries.counted(queries.load_records(self.study)) >= spec.search.n_trials:

@@ -7,6 +7,7 @@ run the study from its name alone.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import socket
@@ -155,6 +156,19 @@ def _existing(study: optuna.Study, spec: StudySpec, storage_url: str, identity: 
         study.set_user_attr(SPEC, spec.model_dump(mode="json"))
         stored_spec = spec
     return OpenStudy(study, stored_spec, space, note, tuple(str(c) for c in found))
+
+
+def with_stored_search(opened: OpenStudy) -> OpenStudy:
+    """``opened`` with the ``[search]`` section stored now: the budget, deadline and
+    patience that `tuner study create` may change while workers run (``CHANGEABLE``), so
+    that a running worker honours a raised or lowered budget at its next trial."""
+    stored = (opened.study.user_attrs.get(SPEC) or {}).get("search")
+    if not stored:
+        return opened
+    search = type(opened.spec.search).model_validate(stored)
+    if search == opened.spec.search:
+        return opened
+    return dataclasses.replace(opened, spec=opened.spec.model_copy(update={"search": search}))
 
 
 def is_ready(attrs: dict[str, Any]) -> bool:
