@@ -95,6 +95,6 @@ def test_best_answers_for_every_latency_limit_the_grid_can_meet(seed):
     assert len(itls) >= 3 and itls[-1] >= 2 * itls[0]  # the grid spans a trade-off
     summary = summarise(spec, space, records)
     # a limit 2% above a grid point's p99 ITL: differences inside a GPU's run-to-run noise
-    # (the sampler's ties) do not count as a miss
+    # do not count as a miss
     missed = [x for x in itls if not best_answer(summary, max_itl_p99=x * (1 + TIE)).ok]
     assert not missed, (missed, itls)

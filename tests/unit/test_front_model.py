@@ -39,7 +39,7 @@ def test_log_normal_values_keep_the_log_and_the_transform_inverts():
 
 
 def test_each_objective_is_read_on_its_own_power():
-    objs = Objectives((), (2.0, 0.0), np.array([True, False]), np.zeros(2))
+    objs = Objectives((), (2.0, 0.0), np.array([True, False]))
     z = np.stack([box_cox(np.array([4000.0, 3000.0]), 2.0), np.log([20.0, 10.0])], -1)
     assert np.allclose(objs.minimised(z), [[-4000.0, 20.0], [-3000.0, 10.0]])
 

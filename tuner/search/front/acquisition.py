@@ -164,13 +164,12 @@ def gain(goal: str, draws: np.ndarray, fronts: np.ndarray, ref: np.ndarray) -> n
     return expected_improvement(draws, fronts, ref)
 
 
-def posterior_draws(objs: Objectives, at: np.ndarray, measured: np.ndarray,
+def posterior_draws(objs: Objectives, at: np.ndarray,
                     cands: np.ndarray, preds, k: int, rng: np.random.Generator,
                     joint: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """``k`` posterior draws of the front (the processes at ``at``) and of the candidates
     (``preds``: each process's mean and sd there), jointly (``joint_draws``): (k x points
-    x d, k x candidates x d; d objectives), minimised; each ``measured`` point of the
-    front made better by its ties (``Objectives.better``). ``joint`` False: the front at the
+    x d, k x candidates x d; d objectives), minimised. ``joint`` False: the front at the
     processes' means, each candidate drawn apart from it (``FrontSettings.joint_front``)."""
     normal = np.random.default_rng(rng.integers(2 ** 32))
     d = len(objs.gps)
@@ -185,4 +184,4 @@ def posterior_draws(objs: Objectives, at: np.ndarray, measured: np.ndarray,
             f, c = np.broadcast_to(mean_f, (k, len(at))), mean_c + sd_c * z_c[j]
         fronts.append(f)
         draws.append(c)
-    return objs.better(np.stack(fronts, -1), measured), objs.minimised(np.stack(draws, -1))
+    return objs.minimised(np.stack(fronts, -1)), objs.minimised(np.stack(draws, -1))

@@ -12,10 +12,9 @@ profile takes: docs/decisions/0007-trust-region-and-box-cox.md. The data are the
 trials and their echoes (``History.echoes``), each echo with its trial's values; trials in
 flight are told to each process at its own mean (Kriging believer).
 
-**Noise.** Each measured point counts on the front as if it were better by its spread
-(``Objectives.ties``: the larger of the trials' measured relative spread, the process's
-learned noise and ``FrontSettings.tie``), so a candidate must beat it by more than that to
-add volume: differences inside the spread are ties.
+**Noise.** Each process learns its noise; the trials' measured relative spread
+(confirmation runs, ``measured_spread``) is its floor. The acquisition draws the front
+jointly with each candidate (noisy EHVI), so a gain on noise is worth nothing there.
 
 **Feasibility** (``feasibility``): P(started) x P(every SLO met): one process of +1/-1
 (started or not) over every told trial, so configurations that do not start teach it too,
@@ -51,12 +50,6 @@ def inverse(z: np.ndarray, power: float) -> np.ndarray:
     return np.maximum(power * z + 1.0, EDGE) ** (1.0 / power)
 
 
-def relative(sd: float, typical: float, power: float) -> float:
-    """A spread ``sd`` on the scale of ``power`` as a relative one near ``typical``
-    (dz = v^(power - 1) dv)."""
-    return sd / typical ** power
-
-
 def fit_power(X: np.ndarray, v: np.ndarray, spread: float = 0.0,
               cells: np.ndarray | None = None, powers: tuple[float, ...] = POWERS
               ) -> tuple[GP, float]:
@@ -82,20 +75,12 @@ class Objectives:
     gps: tuple[GP, ...]
     powers: tuple[float, ...]  # each objective's Box-Cox power (0: the log)
     maximise: np.ndarray  # bool per objective
-    ties: np.ndarray  # each objective's relative tie (see the module)
 
     def minimised(self, z: np.ndarray) -> np.ndarray:
         """Values on the processes' scales (... x d) -> minimised objectives (a maximised
         one negated)."""
         v = np.stack([inverse(z[..., j], self.powers[j]) for j in range(z.shape[-1])], -1)
         return np.where(self.maximise, -v, v)
-
-    def better(self, z: np.ndarray, measured: np.ndarray) -> np.ndarray:
-        """Front points' values on the processes' scales (... x n x d) -> minimised
-        objectives, each ``measured`` point made better by its ties, relative (a candidate
-        must beat it by more to add volume)."""
-        factor = np.exp(measured[:, None] * np.where(self.maximise, self.ties, -self.ties))
-        return self.minimised(z) * factor
 
 
 def in_flight(h: History, s: FrontSettings) -> np.ndarray:
@@ -117,10 +102,7 @@ def objectives(h: History, s: FrontSettings, running: np.ndarray) -> Objectives:
             for j in range(h.count)]
     powers = tuple(power for _, power in fits)
     gps = tuple(gp.believing(running) for gp, _ in fits)
-    typical = np.median(values, 0)
-    ties = np.array([max(spread[j], relative(gps[j].noise_sd, typical[j], powers[j]), s.tie)
-                     if s.ties else 0.0 for j in range(h.count)])
-    return Objectives(gps, powers, h.maximise, ties)
+    return Objectives(gps, powers, h.maximise)
 
 
 def measured_spread(h: History, s: FrontSettings) -> np.ndarray:

@@ -48,8 +48,7 @@ def by_model(h: History, s: FrontSettings, rng: np.random.Generator) -> Proposal
     ok = np.array([feasible(t) for t in h.measured], bool)
     at = np.vstack([h.measured_x[ok], running])  # the front's points: feasible, in flight
     preds = [gp.predict(cands) for gp in objs.gps]  # (mean, sd) of each objective
-    fronts, draws = posterior_draws(objs, at, np.arange(len(at)) < ok.sum(), cands, preds,
-                                    s.draws, rng, s.joint_front)
+    fronts, draws = posterior_draws(objs, at, cands, preds, s.draws, rng, s.joint_front)
     goal = aim(h.moves, h.count, s.ends if s.end_pushes else 0)
     gains = gain(goal, draws, fronts, reference(h, s))
     sd = np.stack([p[1] for p in preds], 1)

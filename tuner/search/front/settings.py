@@ -74,8 +74,7 @@ class FrontSettings:
     cells: tuple[str, ...] = ()
     cell_kernel: bool = True  # rule: the kernel's cell term over ``cells`` (else a plain one)
     box_cox: bool = True  # rule: each objective on its likeliest Box-Cox power (else the log)
-    measured_spread: bool = True  # rule: confirmation runs' spread is a noise floor and a tie
-    ties: bool = True  # rule: a front point counts better by its spread (a gain inside is a tie)
+    measured_spread: bool = True  # rule: confirmation runs' spread is the noise floor
     slo_scale: bool = True  # rule: each SLO's violation on a signed log scale (else as is)
     believer: bool = True  # rule: trials in flight are told at the model's mean (Kriging believer)
     floor: float = 1e-9  # the least objective value: the Box-Cox powers need positive ones
@@ -100,7 +99,6 @@ class FrontSettings:
     ends: int = 3  # one model proposal in this many pushes an end of the front
     # rule: while no trial is feasible, or nothing is expected to add, the likeliest feasible
     feasible_first: bool = True
-    tie: float = 0.01  # relative differences below this are ties, without a measured spread
     nudge: float = 1e-6  # the posterior spread's weight when the odds of feasibility choose
 
     @classmethod
