@@ -62,11 +62,14 @@ def main(db: str, name: str, out: str) -> int:
     trials = (head + stats + "| trial | outcome | capacity req/s | tok/s there | p99 ITL ms "
               "@ reference | verdict | levels (rate:held) | start s | cache | ladder s | "
               "flags |\n" + "|---" * 11 + "|\n" + "\n".join(rows) + "\n")
-    compare = (head + "Same server, right after the ladder: our level at an offered rate "
-               "beside `vllm bench serve --request-rate` at that rate, as many requests "
-               "(cells: ours / vLLM's (difference, goal met); side: the same side of the SLO "
-               "for both).\n\n| trial | rate req/s | p99 ITL ms | p99 TTFT ms | same side "
-               "of each SLO |\n|---|---|---|---|---|\n" + "\n".join(cmp_rows) + "\n")
+    compare = (head + "Same server, right after the ladder: our client beside `vllm bench "
+               "serve --request-rate` at that rate, as many requests each: the clients "
+               "taking turns (medians of each client's runs, [range]), or, in trials "
+               "measured before the turns existed, our ladder level then vLLM's one run "
+               "(cells: ours / vLLM's (difference, goal met); side: the same side of the "
+               "SLO for both).\n\n| trial | rate req/s | runs | p99 ITL ms | p99 TTFT ms | "
+               "same side of each SLO |\n|---|---|---|---|---|---|\n" + "\n".join(cmp_rows)
+               + "\n")
     write_tables(out, trials, compare, dump)
     return 0
 
@@ -90,19 +93,44 @@ def _trial_row(number: int, r: Any, curve: Curve | None, ph: dict, ladder_s: flo
 
 
 def _compare_row(number: int, curve: Curve | None, vllm: dict, slo: dict) -> str:
+    """One rate: with rounds (``ours`` beside vLLM's ``runs``: the clients took turns)
+    the medians of each client's runs, with their ranges; else the ladder's level beside
+    vLLM's one run."""
     rate = vllm["request_rate"]
-    ours = next((lv for lv in (curve.measured if curve else ()) if lv.offered_rps == rate), None)
-    if ours is None or "error" in vllm:
-        return f"| {number} | {rate:g} | {vllm.get('error', 'no level of ours')[:80]} | | |"
+    if "error" in vllm:
+        return f"| {number} | {rate:g} | {vllm['error'][:80]} | | | |"
+    if vllm.get("ours"):
+        mine, theirs = list(vllm["ours"]), list(vllm.get("runs") or [vllm])
+        how = f"{len(mine)} turns each"
+    else:
+        level = next((lv for lv in (curve.measured if curve else ())
+                      if lv.offered_rps == rate), None)
+        if level is None:
+            return f"| {number} | {rate:g} | no level of ours | | | |"
+        mine, theirs, how = [level.to_json()], [vllm], "ladder level, then vLLM"
     cells, same = [], []
     for key, goal in GOALS.items():
-        a, b = getattr(ours, key), vllm.get(key)
-        d = (a - b) / b
-        cells.append(f"{a:,.1f} / {b:,.1f} ({d:+.1%} {'✓' if abs(d) <= goal else '✗'})")
+        a, b = _values(mine, key), _values(theirs, key)
+        if not a or not b:
+            cells.append("-")
+            continue
+        ma, mb = statistics.median(a), statistics.median(b)
+        d = (ma - mb) / mb
+        cells.append(f"{ma:,.1f}{_range(a)} / {mb:,.1f}{_range(b)} "
+                     f"({d:+.1%} {'✓' if abs(d) <= goal else '✗'})")
         limit = slo.get(key)
         if limit is not None:
-            same.append((a <= limit) == (b <= limit))
-    return f"| {number} | {rate:g} | {' | '.join(cells)} | {'yes' if all(same) else 'NO'} |"
+            same.append((ma <= limit) == (mb <= limit))
+    return (f"| {number} | {rate:g} | {how} | {' | '.join(cells)} | "
+            f"{'yes' if same and all(same) else 'NO'} |")
+
+
+def _values(runs: list[dict], key: str) -> list[float]:
+    return [float(r[key]) for r in runs if r.get(key) is not None]
+
+
+def _range(values: list[float]) -> str:
+    return f" [{min(values):,.1f}-{max(values):,.1f}]" if len(values) > 1 else ""
 
 
 def _med(values: list[float]) -> str:

@@ -1,11 +1,16 @@
 """`vllm bench serve` of the real vLLM CPU build beside our run, repeated on one server
-(``engine.crosscheck_repeats``): what the H200 comparison reads vLLM's own spread from."""
+(``engine.crosscheck_repeats``): what the H200 comparison reads vLLM's own spread from;
+beside a ladder, our levels and vLLM's runs taking turns at each rate."""
 
 from __future__ import annotations
+
+import os
 
 import pytest
 
 from tuner.runner import crosscheck
+from tuner.runner.measure import one_level
+from tuner.runner.plans import compile_trial
 from tuner.storage import load_study_file
 from tuner.testing.vllm_cpu import default_python
 
@@ -15,6 +20,7 @@ PROMPTS = 6
 STUDY = '''
 [model]
 path = "{model}"
+served_name = "{model}"
 context_len = 2048
 [workload]
 kind = "random"
@@ -26,14 +32,19 @@ warmup_requests = 1
 [engine]
 python = "{python}"
 crosscheck_trials = 1
-crosscheck_repeats = 2
+crosscheck_repeats = {repeats}
 '''
+LADDER = "[slo]\np99_itl_ms = 5000\n[capacity]\nladder = true\nlevel_s = 2\n"
+
+
+def _spec(study_file, model, repeats, ladder=""):
+    return load_study_file(study_file(STUDY.format(model=model, prompts=PROMPTS, repeats=repeats,
+                                                   python=default_python()) + ladder))
 
 
 def test_vllm_bench_serve_runs_twice_and_keeps_each_run(tiny_server, tiny_model_dir,
                                                          vllm_cpu_env, study_file):
-    spec = load_study_file(study_file(STUDY.format(model=tiny_model_dir, prompts=PROMPTS,
-                                                   python=default_python())))
+    spec = _spec(study_file, tiny_model_dir, 2)
     assert crosscheck.applicable(spec)
     got = crosscheck.run(spec, tiny_server.server.url, str(tiny_model_dir), vllm_cpu_env,
                          num_prompts=4)
@@ -51,9 +62,7 @@ def test_vllm_bench_serve_runs_ladder_levels_at_a_request_rate(tiny_server, tiny
                                                                vllm_cpu_env, study_file):
     """Beside a ladder vLLM's benchmark runs open-loop levels: each rate's run sends a
     level's requests and reports its own figures under that rate."""
-    ladder = "[slo]\np99_itl_ms = 5000\n[capacity]\nladder = true\nlevel_s = 2\n"
-    spec = load_study_file(study_file(STUDY.format(model=tiny_model_dir, prompts=PROMPTS,
-                                                   python=default_python()) + ladder))
+    spec = _spec(study_file, tiny_model_dir, 1, LADDER)
     got = crosscheck.run_levels(spec, tiny_server.server.url, str(tiny_model_dir),
                                 vllm_cpu_env, (1.5, 2.5))
     levels = got["levels"]
@@ -61,3 +70,31 @@ def test_vllm_bench_serve_runs_ladder_levels_at_a_request_rate(tiny_server, tiny
     assert all("error" not in lv for lv in levels), levels
     assert [lv["completed"] for lv in levels] == [3, 5]   # rate x level_s requests each
     assert all(lv["p99_itl_ms"] > 0 and lv["p99_ttft_ms"] > 0 for lv in levels)
+    assert not any("runs" in lv or "ours" in lv for lv in levels)  # one vLLM run, no ours
+
+
+def test_our_levels_and_vllms_runs_take_turns_at_each_bracket_rate(tiny_server, tiny_model_dir,
+                                                                     vllm_cpu_env, study_file):
+    """With repeats, each rate gets rounds of our level (on the same server, as the ladder
+    measures one) then vLLM's run: both clients' figures, one a round."""
+    spec = _spec(study_file, tiny_model_dir, 2, LADDER)
+    server = tiny_server.server
+    plan = compile_trial(spec, {}, server.port, (), inherited=os.environ)
+    called = []
+
+    def ours(rate, k):
+        called.append((rate, k))
+        return one_level(server, plan, rate, 2_000 + k).to_json()
+
+    got = crosscheck.run_levels(spec, server.url, str(tiny_model_dir), vllm_cpu_env, (2.0,),
+                                ours)
+    (level,) = got["levels"]
+    assert called == [(2.0, 0), (2.0, 1)]
+    assert "error" not in level and len(level["runs"]) == 2, level
+    assert [r["completed"] for r in level["runs"]] == [4, 4]   # 2 req/s x 2 s each
+    assert level["runs"][0]["duration"] != level["runs"][1]["duration"]
+    assert len(level["ours"]) == 2
+    for mine in level["ours"]:
+        assert mine["offered_rps"] == 2.0 and mine["requests"] == 4 and mine["failed"] == 0
+        # (its p99 ITL may read 0 here: the CPU build sends tokens in bursts, docs/loadgen.md)
+        assert mine["p99_ttft_ms"] > 0 and "p99_itl_ms" in mine and "held" in mine

@@ -163,8 +163,12 @@ def test_study_create_on_an_edited_file_applies_the_budget_and_refuses_the_rest(
     assert open_study("s", storage_url).spec.search.n_trials == 5
     code, out, err = run_cli("study", "create", path, "--storage", storage_url)
     assert code == 0 and " exists, unchanged in " in out and "changed:" not in out, out
+    path.write_text(SIM.format(trials=5) + "crosscheck_repeats = 3\n")  # in [engine]
+    code, out, err = run_cli("study", "create", path, "--storage", storage_url)
+    assert code == 0 and "changed: engine.crosscheck_repeats 1 -> 3" in out, (out, err)
+    assert open_study("s", storage_url).spec.engine.crosscheck_repeats == 3
 
-    path.write_text(SIM.format(trials=5) + "[slo]\np99_itl_ms = 40\n")
+    path.write_text(SIM.format(trials=5) + "crosscheck_repeats = 3\n[slo]\np99_itl_ms = 40\n")
     code, out, err = run_cli("study", "create", path, "--storage", storage_url)
     assert code == 2 and out == ""
     (line,) = err.strip().splitlines()

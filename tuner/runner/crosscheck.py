@@ -21,6 +21,12 @@ With a load ladder the trial's own benchmark is its curve, so vLLM's runs go whe
 curve decides: open-loop Poisson arrivals (``--request-rate``, no concurrency limit) at the
 two offered rates that bracket the trial's capacity (``bracket_rates``), as many requests
 as a level of ``capacity.level_s`` seconds sends; stored as ``levels``, one entry per rate.
+At each rate the two clients take turns on the server, ``crosscheck_repeats`` rounds of our
+level then vLLM's run: the comparison is then between clients on runs of one length, right
+after one another, not between a ladder level and a later run, and the rounds give each
+client's own spread (a short level's p99 ITL near capacity moves by more than 10 % from run
+to run). An entry holds vLLM's first run's figures, ``runs`` (every vLLM run's, when
+repeated) and ``ours`` (our levels' figures, ``tuner.trials.curve.Level``, one a round).
 """
 
 from __future__ import annotations
@@ -29,7 +35,7 @@ import json
 import statistics
 import subprocess
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -116,16 +122,38 @@ def run(spec: StudySpec, url: str, model: str, env: dict[str, str],
     return {**first, "runs": runs}
 
 
+# Our level's figures at (rate, round): run on the same server by the caller.
+OurLevel = Callable[[float, int], Mapping[str, Any]]
+
+
 def run_levels(spec: StudySpec, url: str, model: str, env: dict[str, str],
-               rates: tuple[float, ...]) -> dict[str, Any]:
-    """vLLM's figures at each of ``rates`` as ladder levels (``command`` with a request
-    rate), in order: ``{"levels": [{"request_rate": r, **figures or "error"}, ...]}``.
-    Never raises."""
-    levels = []
-    for run, rate in enumerate(rates):
-        got = _run_once(spec, url, model, env, level_requests(rate, spec.capacity.level_s),
-                        rate, run)
-        levels.append({"request_rate": rate, **got})
+               rates: tuple[float, ...], ours: OurLevel | None = None) -> dict[str, Any]:
+    """The clients' figures at each of ``rates`` as ladder levels (``command`` with a
+    request rate), in order: ``{"levels": [{"request_rate": r, **vLLM's first run's
+    figures or "error", "runs": [...], "ours": [...]}, ...]}``; per rate
+    ``crosscheck_repeats`` rounds of ``ours(rate, k)`` then vLLM's run (a failed vLLM
+    run ends that rate's rounds). Never raises for vLLM's failures."""
+    levels, run = [], 0
+    for rate in rates:
+        n = level_requests(rate, spec.capacity.level_s)
+        vllm: list[dict[str, Any]] = []
+        mine: list[Mapping[str, Any]] = []
+        for k in range(spec.engine.crosscheck_repeats):
+            if ours is not None:
+                mine.append(ours(rate, k))
+            got = _run_once(spec, url, model, env, n, rate, run)
+            run += 1
+            if "error" in got:
+                if not vllm:
+                    vllm.append(got)
+                break
+            vllm.append(got)
+        entry: dict[str, Any] = {"request_rate": rate, **vllm[0]}
+        if len(vllm) > 1:
+            entry["runs"] = vllm
+        if mine:
+            entry["ours"] = mine
+        levels.append(entry)
     return {"levels": levels}
 
 

@@ -26,13 +26,14 @@ from typing import Callable, Mapping, Sequence
 from tuner.engine import gpu, logparse, startlog
 from tuner.engine.supervisor import Server, Starter, plain_start
 from tuner.errors import EngineError, EngineExitedError
-from tuner.capacity.run import climb
+from tuner.capacity.run import climb, level_load, level_of
 from tuner.loadgen import run_benchmark
+from tuner.loadgen.ladder import LadderPlan
 from tuner.runner import confirm as confirmation
 from tuner.runner.interrupts import deferred_interrupts, run_interruptible
 from tuner.runner.plans import TrialPlan
 from tuner.trials import record
-from tuner.trials.curve import objective_figures
+from tuner.trials.curve import Level, objective_figures
 from tuner.trials.parts import Failure, FailureKind
 from tuner.trials.record import TrialRecord
 
@@ -55,6 +56,7 @@ class Slot:
 
 # The ladder's prompts: a run number of their own, past any retry or confirmation run.
 LADDER_RUN = 1_000
+CROSSCHECK_RUN = 2_000  # our levels beside `vllm bench serve` (tuner.runner.crosscheck)
 
 # Benchmark runs repeated on the same server when the client was the bottleneck, each
 # after a pause: the load that starved the client (a neighbour's job) is often gone by then.
@@ -125,6 +127,19 @@ def _ladder(server: Server, plan: TrialPlan, saturated: float, phase: Phase):
         server.url, bench.model, bench.for_run(LADDER_RUN), bench.load, bench.slo,
         bench.ladder, saturated=saturated, level_s=bench.level_s, on_level=on_level,
         time_scale=bench.time_scale), bench.timeout_s, "ladder")
+
+
+def one_level(server: Server, plan: TrialPlan, rate: float, run: int) -> Level:
+    """One open-loop level at ``rate`` requests/s on the live ``server``, as the ladder
+    measures it (``level_s`` seconds of arrivals, the server's ``run``-th prompts),
+    watched; ServerDied when the server dies or hangs during it."""
+    bench = plan.benchmark
+    load = level_load(bench.load, rate, bench.level_s, bench.time_scale)
+    result = run_interruptible(_watched(server, run_benchmark(
+        server.url, bench.model, bench.for_run(run), load, slo=bench.slo,
+        time_scale=bench.time_scale), bench.timeout_s, "cross-check level"))
+    tolerance = bench.ladder.tolerance if bench.ladder is not None else LadderPlan.tolerance
+    return level_of(rate, result, tolerance)
 
 
 def _failure(kind: FailureKind | str, message: str, server: Server) -> Failure:

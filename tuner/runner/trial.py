@@ -13,7 +13,8 @@ from tuner.engine import command, preimport
 from tuner.engine.ports import free_port
 from tuner.runner import crosscheck
 from tuner.runner.guard import Guard
-from tuner.runner.measure import Confirm, Phase, Slot, Step, confirm_step, measure
+from tuner.runner.measure import (CROSSCHECK_RUN, Confirm, Phase, Slot, Step, confirm_step,
+                                  measure, one_level)
 from tuner.runner.plans import TrialPlan, compile_trial
 from tuner.spec.study import StudySpec
 from tuner.trials.record import TrialRecord
@@ -54,8 +55,10 @@ def crosscheck_step(spec: StudySpec, plan: TrialPlan) -> Step:
         phase("crosscheck")
         env = command.engine_environment(os.environ, plan.engine.launch)
         if plan.benchmark.ladder is not None:
+            def ours(rate: float, k: int) -> dict[str, Any]:
+                return one_level(server, plan, rate, CROSSCHECK_RUN + k).to_json()
             vllm = crosscheck.run_levels(spec, server.url, plan.engine.model, env,
-                                         crosscheck.bracket_rates(told.curve))
+                                         crosscheck.bracket_rates(told.curve), ours)
         else:
             vllm = crosscheck.run(spec, server.url, plan.engine.model, env,
                                   crosscheck.num_prompts(told))

@@ -2,7 +2,10 @@
 the first that may not change.
 
 Only the budget may change on a stored study: ``search.n_trials``, ``search.deadline``,
-``search.patience`` (and ``description``). Every other key shapes what a trial measured
+``search.patience`` (and ``description``), and the cross-check beside the measurement
+(``engine.crosscheck_trials``, ``engine.crosscheck_repeats``: `vllm bench serve` runs
+after a trial's own benchmark and is stored apart; a worker started after the change
+reads it). Every other key shapes what a trial measured
 or how it was judged: the SLO limits, for one, are told with each trial as constraints
 (the sampler and the front read those), and nothing judges stored trials again. Changing
 one would mix two studies' trials, so `tuner study create` refuses it and asks for a new
@@ -16,7 +19,8 @@ from typing import Any
 
 from tuner.spec.study import StudySpec
 
-CHANGEABLE = ("description", "search.n_trials", "search.deadline", "search.patience")
+CHANGEABLE = ("description", "search.n_trials", "search.deadline", "search.patience",
+              "engine.crosscheck_trials", "engine.crosscheck_repeats")
 SECRET_PREFIX = "engine.env."  # values that may be tokens: named, never printed
 
 

@@ -247,7 +247,8 @@ class EngineSection(_Section):
     # and workload, and store its figures beside ours (see tuner/runner/crosscheck.py).
     crosscheck_trials: int = Field(0, ge=0, le=MAX_TRIALS)
     # How many times `vllm bench serve` runs on each of those servers, back to back: more
-    # than one gives vLLM's own run-to-run spread beside the difference between clients.
+    # than one gives vLLM's own run-to-run spread beside the difference between clients
+    # (beside a ladder: rounds of our level then vLLM's run at each bracketing rate).
     crosscheck_repeats: int = Field(1, ge=1, le=10)
     time_scale: float = Field(1.0, gt=0, le=MAX_TIME_SCALE)
 
