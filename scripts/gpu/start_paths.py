@@ -121,10 +121,15 @@ def main() -> int:
     p.add_argument("--env", action="append", default=[])
     p.add_argument("--plain-spawn", action="store_true")
     p.add_argument("--timeout", type=float, default=900)
-    p.add_argument("flags", nargs="*")
-    args = p.parse_args()
+    # the server's flags follow "--": argparse cannot take "--max-num-seqs" as a
+    # positional value, so they are what it does not know
+    args, rest = p.parse_known_args()
+    if rest[:1] == ["--"]:
+        rest = rest[1:]
+    if any(not f.startswith("--") for f in rest[:1]):
+        p.error(f"unrecognised arguments before the server's flags: {rest}")
     args.out.mkdir(parents=True, exist_ok=True)
-    flags = args.flags or ["--max-num-batched-tokens", "2048", "--max-num-seqs", "256"]
+    flags = rest or ["--max-num-batched-tokens", "2048", "--max-num-seqs", "256"]
     cache = Path(tempfile.mkdtemp(prefix="start-paths-cache-"))
     base = {**os.environ, "VLLM_CACHE_ROOT": str(cache / "vllm"),
             "TORCHINDUCTOR_CACHE_DIR": str(cache / "inductor"),

@@ -71,3 +71,17 @@ def test_failed_levels_and_trials_that_fail_accuracy_do_not_answer():
     lossy = trial(4, lv(30, 5, 50), constraints={record.ACCURACY: 0.2})
     answer = capacity.most_capacity([A, B, broken, lossy], None, None)
     assert (answer.trial.number, answer.rate) == (2, 12)
+
+
+def test_answers_read_the_p99s_each_level_was_judged_on():
+    """A level holds on its steady requests' p99s (the ramp and the drain left out); an
+    answer reads those, so that it agrees with the level's ``held``. Seen on an H100: a
+    level at 16 req/s held with a steady p99 ITL of 41 ms and a whole-run one of 58 ms."""
+    c = trial(3, lv(8, 22, 110, steady_p99_itl_ms=23, held=True),
+              lv(16, 58, 680, steady_p99_itl_ms=41, steady_p99_ttft_ms=690, held=True),
+              lv(20, 48, 380, held=True))
+    answer = capacity.most_capacity([c], 50, 1000)
+    assert (answer.rate, answer.p99_itl_ms, answer.p99_ttft_ms) == (20, 48, 380)
+    at16 = capacity.most_capacity([c], 45, 1000)
+    assert at16 is not None and at16.rate == 16 and at16.p99_itl_ms == 41
+    assert capacity.lowest_latency_at([c], 12).p99_itl_ms == pytest.approx(32.0)  # 23..41

@@ -5,7 +5,9 @@ TTFT within the given limits, and the measured level that shows it. ``lowest_lat
 the trial with the lowest p99 ITL at a given request rate (interpolated between the two
 measured levels around it), within the same limits there. Neither extrapolates: a rate
 above a trial's highest measured level has no answer from that trial, and a level counts
-only as it was measured (every request completed, the run valid).
+only as it was measured (every request completed, the run valid). A level's p99s are the
+ones the ladder judged it on (``Level.judged_p99_itl_ms``: its steady requests', else the
+whole run's), so that an answer at a study's own SLOs agrees with its ``capacity_rps``.
 """
 
 from __future__ import annotations
@@ -57,8 +59,9 @@ def _candidates(records: Sequence[TrialRecord]) -> list[tuple[TrialRecord, Curve
 def capacity_within(curve: Curve, max_itl_p99: float | None,
                     max_ttft_p99: float | None) -> Level | None:
     """The highest measured level whose p99s are within the limits; None when none is."""
-    ok = [lv for lv in curve.measured if _usable(lv) and _within(lv.p99_itl_ms, max_itl_p99)
-          and _within(lv.p99_ttft_ms, max_ttft_p99)]
+    ok = [lv for lv in curve.measured if _usable(lv)
+          and _within(lv.judged_p99_itl_ms, max_itl_p99)
+          and _within(lv.judged_p99_ttft_ms, max_ttft_p99)]
     return ok[-1] if ok else None
 
 
@@ -72,8 +75,8 @@ def most_capacity(records: Sequence[TrialRecord], max_itl_p99: float | None,
             continue
         key = (level.offered_rps, level.output_throughput or 0.0)
         if best is None or key > best[0]:
-            best = (key, CapacityAnswer(r, level.offered_rps, level.p99_itl_ms,
-                                        level.p99_ttft_ms, level.output_throughput,
+            best = (key, CapacityAnswer(r, level.offered_rps, level.judged_p99_itl_ms,
+                                        level.judged_p99_ttft_ms, level.output_throughput,
                                         (level.offered_rps,)))
     return None if best is None else best[1]
 
@@ -85,8 +88,8 @@ def at_rate(curve: Curve, rate: float) -> CapacityAnswer | None:
     for a, b in zip(levels, levels[1:] or levels):
         if a.offered_rps <= rate <= b.offered_rps:
             clean = Curve(levels=(a, b) if a is not b else (a,))
-            return CapacityAnswer(TrialRecord(), rate, clean.at("p99_itl_ms", rate),
-                                  clean.at("p99_ttft_ms", rate),
+            return CapacityAnswer(TrialRecord(), rate, clean.at("judged_p99_itl_ms", rate),
+                                  clean.at("judged_p99_ttft_ms", rate),
                                   clean.at("output_throughput", rate),
                                   tuple(sorted({a.offered_rps, b.offered_rps})))
     return None

@@ -81,25 +81,27 @@ def effects_png(s: Summary, path: Path) -> Path:
 
 
 def curves_png(s: Summary, path: Path) -> Path:
-    """Each front trial's measured latency-vs-load curve: p99 ITL by offered request rate,
-    a filled mark where the level held every SLO, the study's p99 ITL SLO as a line."""
+    """Each front trial's measured latency-vs-load curve: the p99 ITL each level was judged
+    on (``Level.judged_p99_itl_ms``) by offered request rate, a filled mark where the level
+    held every SLO, the study's p99 ITL SLO as a line."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(7.5, 4.5), dpi=110)
     for row in s.front:
         curve = row.record.curve
         if curve is None or not curve.measured:
             continue
-        levels = [lv for lv in curve.measured if lv.p99_itl_ms is not None]
-        line, = ax.plot([lv.offered_rps for lv in levels], [lv.p99_itl_ms for lv in levels],
+        levels = [lv for lv in curve.measured if lv.judged_p99_itl_ms is not None]
+        line, = ax.plot([lv.offered_rps for lv in levels],
+                        [lv.judged_p99_itl_ms for lv in levels],
                         lw=1, marker="", label=f"trial {row.record.number}")
         for lv in levels:
-            ax.scatter([lv.offered_rps], [lv.p99_itl_ms], s=28, color=line.get_color(),
+            ax.scatter([lv.offered_rps], [lv.judged_p99_itl_ms], s=28, color=line.get_color(),
                        facecolors=line.get_color() if lv.held else "none", zorder=3)
     if s.spec.slo.p99_itl_ms is not None:
         ax.axhline(s.spec.slo.p99_itl_ms, color="#2ca02c", ls="--", lw=1,
                    label=f"SLO {s.spec.slo.p99_itl_ms:g} ms")
     ax.set_xlabel("offered requests/s (Poisson)")
-    ax.set_ylabel("p99 ITL ms")
+    ax.set_ylabel("p99 ITL ms (steady requests)")
     ax.set_title("Latency vs load of the front's trials (filled: every SLO held)", fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, loc="best")

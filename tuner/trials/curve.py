@@ -28,7 +28,8 @@ from tuner.trials.parts import Part
 
 # The figures of a level that ``Curve.at`` interpolates.
 LEVEL_FIGURES = ("achieved_rps", "output_throughput", "p50_ttft_ms", "p99_ttft_ms",
-                 "p50_itl_ms", "p99_itl_ms", "slo_attainment", "goodput_rps")
+                 "p50_itl_ms", "p99_itl_ms", "slo_attainment", "goodput_rps",
+                 "judged_p99_ttft_ms", "judged_p99_itl_ms")
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,16 @@ class Level(Part):
     requests: int | None = None
     failed: int | None = None
     invalid_reason: str | None = None
+
+    @property
+    def judged_p99_itl_ms(self) -> float | None:
+        """The p99 ITL that ``held`` was judged on: the steady requests', else the run's."""
+        return self.p99_itl_ms if self.steady_p99_itl_ms is None else self.steady_p99_itl_ms
+
+    @property
+    def judged_p99_ttft_ms(self) -> float | None:
+        """The p99 TTFT that ``held`` was judged on: the steady requests', else the run's."""
+        return self.p99_ttft_ms if self.steady_p99_ttft_ms is None else self.steady_p99_ttft_ms
 
 
 def _levels(value: Sequence[Mapping[str, Any]]) -> tuple[Level, ...]:
