@@ -147,13 +147,19 @@ def test_vllm_bench_beside_a_ladder_runs_at_the_rates_that_bracket_capacity():
     from tuner.runner import crosscheck
     from tuner.trials.curve import Curve, Level
 
-    def curve(*held_at):
-        return Curve(levels=tuple(Level(offered_rps=r, held=h) for r, h in held_at))
+    def curve(*held_at, saturated=None):
+        return Curve(levels=tuple(Level(offered_rps=r, held=h) for r, h in held_at),
+                     saturated_rps=saturated)
 
     # measured out of order, as a bisection does: 8 held, 16 did not, 12 held, 14 did not
     assert crosscheck.bracket_rates(curve((8, True), (16, False), (12, True), (14, False))) \
         == (12, 14)
     assert crosscheck.bracket_rates(curve((8, True), (16, True))) == (16,)   # none above failed
+    # held to the end: the warm-up's saturated throughput is the upper end (seen on an H100:
+    # two trials held at every level, so vLLM's runs had only the lower rate)
+    assert crosscheck.bracket_rates(curve((8, True), (16, True), saturated=26.1)) == (16, 26.1)
+    assert crosscheck.bracket_rates(curve((8, True), (16, False), saturated=26.1)) == (8, 16)
+    assert crosscheck.bracket_rates(curve((8, True), saturated=7.5)) == (8,)
     assert crosscheck.bracket_rates(curve((8, False), (4, False))) == (4,)   # none held
     assert crosscheck.bracket_rates(None) == () == crosscheck.bracket_rates(curve())
 

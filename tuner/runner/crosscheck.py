@@ -67,14 +67,22 @@ def num_prompts(told: TrialRecord) -> int | None:
 
 def bracket_rates(curve: Curve | None) -> tuple[float, ...]:
     """The offered rates that bracket ``curve``'s capacity, in increasing order: the
-    highest level that held and the lowest measured level above it that did not; either is
-    missing where the curve has none (no level held, or every level above held)."""
+    highest level that held and the lowest measured level above it that did not. Where
+    every level above held, the upper end is the warm-up's saturated throughput, the
+    ladder's own bound (``tuner.loadgen.ladder``: it is never a level, since an open loop
+    there has no steady state; both clients should see it miss the SLOs). Either end is
+    missing where the curve has none (no level held; no level failed above it and no
+    saturated throughput above it)."""
     levels = curve.measured if curve is not None else ()
     held = curve.capacity_level if curve is not None else None
     low = held.offered_rps if held is not None else None
     above = [lv.offered_rps for lv in levels if not lv.held
              and (low is None or lv.offered_rps > low)]
-    return tuple(r for r in (low, min(above, default=None)) if r is not None)
+    high = min(above, default=None)
+    sat = curve.saturated_rps if curve is not None else None
+    if high is None and low is not None and sat is not None and sat > low:
+        high = sat
+    return tuple(r for r in (low, high) if r is not None)
 
 
 def command(spec: StudySpec, url: str, model: str, result_dir: Path,
