@@ -121,7 +121,7 @@ def capacity_answer(summary: Summary, fmt: str = "cli", max_itl_p99: float | Non
     if rate is not None:
         if rate > edge:
             return BestAnswer("", False, f"{rate:g} req/s is above the highest measured "
-                                         f"level ({edge:g} req/s): tuner best does not "
+                                         f"level ({edge:.3g} req/s): tuner best does not "
                                          "extrapolate")
         found = capacity.lowest_latency_at(summary.records, rate, itl, ttft)
         what = f"at {rate:g} req/s"
