@@ -86,10 +86,13 @@ def test_our_levels_and_vllms_runs_take_turns_at_each_bracket_rate(tiny_server, 
         called.append((rate, k))
         return one_level(server, plan, rate, 2_000 + k).to_json()
 
+    said = []
     got = crosscheck.run_levels(spec, server.url, str(tiny_model_dir), vllm_cpu_env, (2.0,),
-                                ours)
+                                ours, said.append)
     (level,) = got["levels"]
     assert called == [(2.0, 0), (2.0, 1)]
+    assert said == [f"crosscheck {k}/2 at 2 req/s: {who}" for k in (1, 2)
+                    for who in ("ours", "vLLM")]  # the worker's progress line
     assert "error" not in level and len(level["runs"]) == 2, level
     assert [r["completed"] for r in level["runs"]] == [4, 4]   # 2 req/s x 2 s each
     assert level["runs"][0]["duration"] != level["runs"][1]["duration"]

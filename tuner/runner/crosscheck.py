@@ -135,20 +135,29 @@ OurLevel = Callable[[float, int], Mapping[str, Any]]
 
 
 def run_levels(spec: StudySpec, url: str, model: str, env: dict[str, str],
-               rates: tuple[float, ...], ours: OurLevel | None = None) -> dict[str, Any]:
+               rates: tuple[float, ...], ours: OurLevel | None = None,
+               say: Callable[[str], None] | None = None) -> dict[str, Any]:
     """The clients' figures at each of ``rates`` as ladder levels (``command`` with a
     request rate), in order: ``{"levels": [{"request_rate": r, **vLLM's first run's
     figures or "error", "runs": [...], "ours": [...]}, ...]}``; per rate
     ``crosscheck_repeats`` rounds of ``ours(rate, k)`` then vLLM's run (a failed vLLM
-    run ends that rate's rounds). Never raises for vLLM's failures."""
+    run ends that rate's rounds), each announced through ``say`` ("crosscheck 2/6 at 24.7
+    req/s: vLLM"). Never raises for vLLM's failures."""
     levels, run = [], 0
-    for rate in rates:
+    rounds = spec.engine.crosscheck_repeats
+    total = len(rates) * rounds
+    for i, rate in enumerate(rates):
         n = level_requests(rate, spec.capacity.level_s)
         vllm: list[dict[str, Any]] = []
         mine: list[Mapping[str, Any]] = []
-        for k in range(spec.engine.crosscheck_repeats):
+        for k in range(rounds):
+            step = f"crosscheck {i * rounds + k + 1}/{total} at {rate:.3g} req/s"
             if ours is not None:
+                if say is not None:
+                    say(f"{step}: ours")
                 mine.append(ours(rate, k))
+            if say is not None:
+                say(f"{step}: vLLM")
             got = _run_once(spec, url, model, env, n, rate, run)
             run += 1
             if "error" in got:

@@ -58,7 +58,7 @@ def crosscheck_step(spec: StudySpec, plan: TrialPlan) -> Step:
             def ours(rate: float, k: int) -> dict[str, Any]:
                 return one_level(server, plan, rate, CROSSCHECK_RUN + k).to_json()
             vllm = crosscheck.run_levels(spec, server.url, plan.engine.model, env,
-                                         crosscheck.bracket_rates(told.curve), ours)
+                                         crosscheck.bracket_rates(told.curve), ours, phase)
         else:
             vllm = crosscheck.run(spec, server.url, plan.engine.model, env,
                                   crosscheck.num_prompts(told))
