@@ -13,8 +13,8 @@ from tuner.engine import command, preimport
 from tuner.engine.ports import free_port
 from tuner.runner import crosscheck
 from tuner.runner.guard import Guard
-from tuner.runner.measure import (CROSSCHECK_RUN, Confirm, Phase, Slot, Step, confirm_step,
-                                  measure, one_level)
+from tuner.runner.measure import (CROSSCHECK_RUN, Confirm, Phase, ServerDied, Slot, Step,
+                                  confirm_step, measure, one_level)
 from tuner.runner.plans import TrialPlan, compile_trial
 from tuner.spec.study import StudySpec
 from tuner.trials.record import TrialRecord
@@ -40,6 +40,19 @@ def run(spec: StudySpec, launch_flags: Mapping[str, Any], number: int, slot: Slo
                    starter=preimport.for_study(spec, slot.logs))
 
 
+def our_levels(server, plan: TrialPlan) -> crosscheck.OurLevel:
+    """Our level at (rate, round) on the live ``server`` for the cross-check
+    (``measure.one_level``, the round's own prompts): its figures, or ``{"offered_rps":
+    rate, "error": ...}`` when the server died or hung during it, so that the trial keeps
+    the measurement it already has."""
+    def ours(rate: float, k: int) -> dict[str, Any]:
+        try:
+            return one_level(server, plan, rate, CROSSCHECK_RUN + k).to_json()
+        except ServerDied as e:
+            return {"offered_rps": rate, "error": str(e)}
+    return ours
+
+
 def accuracy_step(spec: StudySpec, plan: TrialPlan, guard: Guard, number: int) -> Step:
     """The accuracy guard, where its rules give the trial a role."""
     def check(server, told: TrialRecord, phase: Phase) -> TrialRecord:
@@ -55,10 +68,9 @@ def crosscheck_step(spec: StudySpec, plan: TrialPlan) -> Step:
         phase("crosscheck")
         env = command.engine_environment(os.environ, plan.engine.launch)
         if plan.benchmark.ladder is not None:
-            def ours(rate: float, k: int) -> dict[str, Any]:
-                return one_level(server, plan, rate, CROSSCHECK_RUN + k).to_json()
             vllm = crosscheck.run_levels(spec, server.url, plan.engine.model, env,
-                                         crosscheck.bracket_rates(told.curve), ours, phase)
+                                         crosscheck.bracket_rates(told.curve),
+                                         our_levels(server, plan), phase)
         else:
             vllm = crosscheck.run(spec, server.url, plan.engine.model, env,
                                   crosscheck.num_prompts(told))
