@@ -75,8 +75,8 @@ def test_failed_levels_and_trials_that_fail_accuracy_do_not_answer():
 
 def test_answers_read_the_p99s_each_level_was_judged_on():
     """A level holds on its steady requests' p99s (the ramp and the drain left out); an
-    answer reads those, so that it agrees with the level's ``held``. Seen on an H100: a
-    level at 16 req/s held with a steady p99 ITL of 41 ms and a whole-run one of 58 ms."""
+    answer reads those, so that it agrees with the level's ``held`` (decision 0036: a GPU
+    level held on its steady p99 ITL while its whole run's read above the SLO)."""
     c = trial(3, lv(8, 22, 110, steady_p99_itl_ms=23, held=True),
               lv(16, 58, 680, steady_p99_itl_ms=41, steady_p99_ttft_ms=690, held=True),
               lv(20, 48, 380, held=True))

@@ -155,8 +155,8 @@ def test_vllm_bench_beside_a_ladder_runs_at_the_rates_that_bracket_capacity():
     assert crosscheck.bracket_rates(curve((8, True), (16, False), (12, True), (14, False))) \
         == (12, 14)
     assert crosscheck.bracket_rates(curve((8, True), (16, True))) == (16,)   # none above failed
-    # held to the end: the warm-up's saturated throughput is the upper end (seen on an H100:
-    # two trials held at every level, so vLLM's runs had only the lower rate)
+    # held to the end: the warm-up's saturated throughput is the upper end (decision 0036:
+    # trials that held at every level gave vLLM's runs only the lower rate)
     assert crosscheck.bracket_rates(curve((8, True), (16, True), saturated=26.1)) == (16, 26.1)
     assert crosscheck.bracket_rates(curve((8, True), (16, False), saturated=26.1)) == (8, 16)
     assert crosscheck.bracket_rates(curve((8, True), saturated=7.5)) == (8,)

@@ -24,8 +24,8 @@ as a level of ``capacity.level_s`` seconds sends; stored as ``levels``, one entr
 At each rate the two clients take turns on the server, ``crosscheck_repeats`` rounds of our
 level then vLLM's run: the comparison is then between clients on runs of one length, right
 after one another, not between a ladder level and a later run, and the rounds give each
-client's own spread (a short level's p99 ITL near capacity moves by more than 10 % from run
-to run). An entry holds vLLM's first run's figures, ``runs`` (every vLLM run's, when
+client's own spread (a short level's p99 ITL near capacity moves from run to run: decision
+0036). An entry holds vLLM's first run's figures, ``runs`` (every vLLM run's, when
 repeated) and ``ours`` (our levels' figures, ``tuner.trials.curve.Level``, one a round).
 """
 
