@@ -70,8 +70,10 @@ def test_no_credential_reaches_the_engine_process(pg_with_password, study_file, 
     env.update(SECRETS, TUNER_STORAGE_FILE=str(tmp_path / "url"), TUNER_HOME=str(tmp_path),
                PATH=os.environ["PATH"], TUNER_ALLOWED_ENGINES=shlex.join(COMMAND))
     # a worker, not `tuner launch`: launch asks nvidia-smi about GPUs for a vLLM-kind engine
-    proc = subprocess.Popen([sys.executable, "-m", "tuner", "worker", "env", "--gpus", "0"],
-                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    log = tmp_path / "worker.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "tuner", "worker", "env", "--gpus", "0"],
+                                env=env, stdout=out, stderr=subprocess.STDOUT)
     worker = proc.pid
     try:
         server = wait_for(lambda: _server(worker), 120)
@@ -86,4 +88,9 @@ def test_no_credential_reaches_the_engine_process(pg_with_password, study_file, 
         assert not [k for k, v in environ(worker).items() if PASSWORD in v]
     finally:
         proc.terminate()
-        proc.wait(60)
+        try:
+            proc.wait(60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            pytest.fail("the worker outlived SIGTERM by 60 s; its log ends:\n"
+                        + log.read_text()[-3000:])

@@ -73,7 +73,9 @@ def test_the_capacity_lies_between_the_levels_that_bracket_it(ladder):
         assert min(failed_above) / curve.capacity_rps - 1 <= 0.05
     else:
         assert curve.verdict in ("budget", "saturated"), curve.verdict
-    # latency grows with load across the curve (first against last measured rate)
-    lowest, highest = curve.measured[0], curve.measured[-1]
-    assert lowest.p99_ttft_ms <= highest.p99_ttft_ms
+    # the saturated warm-up queues its prompts; no open-loop level (all below the saturated
+    # rate) waits as long (below the knee a level's p99 TTFT is near-flat in the rate, so
+    # comparing two levels with each other would compare noise)
+    warmup_ttft = ladder[0].warmup.metrics["p99_ttft_ms"]
+    assert all(lv.p99_ttft_ms < warmup_ttft for lv in curve.measured), (warmup_ttft, curve)
     assert curve.at("p99_itl_ms", curve.capacity_rps) == curve.capacity_level.p99_itl_ms
