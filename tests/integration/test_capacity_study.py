@@ -31,7 +31,7 @@ level_s = 8
 def test_a_capacity_study_tells_capacity_and_keeps_each_trials_curve(storage_url, study_file,
                                                                      tmp_path, run_cli,
                                                                      monkeypatch):
-    text = SIM.format(n=48, trials=3, scale=4).replace("p99_itl_ms = 200",
+    text = SIM.format(n=48, trials=2, scale=4).replace("p99_itl_ms = 200",
                                                        "p99_itl_ms = 200\np99_ttft_ms = 2000")
     spec = load_study_file(study_file(text + CAPACITY, "cap.toml"))
     assert spec.measures_capacity
