@@ -1,0 +1,84 @@
+"""Where the test suite's CPU goes: a pytest plugin and its summary.
+
+    .venv/bin/python -m pytest -p tuner.testing.cpu_time --cpu-time=/tmp/cpu.jsonl tests ...
+    .venv/bin/python -m tuner.testing.cpu_time /tmp/cpu.jsonl [--most 30]
+
+The plugin appends one JSON line per test to the file: the test's node id, the CPU seconds
+of the process that ran it (``self_s``: the pytest or xdist worker, fixtures included) and
+of the child processes it reaped meanwhile (``children_s``: servers, workers, CLI runs;
+a child that outlives its test counts where it is reaped). Works under pytest-xdist (each
+worker appends whole lines). The summary prints the totals, the costliest tests and the
+costliest files. A measurement tool, never a pass/fail check.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+
+def _cpu() -> tuple[float, float]:
+    me = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime, kids.ru_utime + kids.ru_stime
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--cpu-time", metavar="FILE", default=None,
+                     help="append each test's CPU seconds (its own, its children's) to FILE")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem):
+    path = item.config.getoption("--cpu-time")
+    before = _cpu()
+    yield
+    if path:
+        after = _cpu()
+        line = json.dumps({"test": item.nodeid, "self_s": round(after[0] - before[0], 3),
+                           "children_s": round(after[1] - before[1], 3)})
+        with open(path, "a", encoding="utf-8") as out:
+            out.write(line + "\n")
+
+
+def summary(rows: list[dict], most: int = 30) -> str:
+    """The totals, the ``most`` costliest tests and files, as text."""
+    def cost(r: dict) -> float:
+        return r["self_s"] + r["children_s"]
+
+    own = sum(r["self_s"] for r in rows)
+    kids = sum(r["children_s"] for r in rows)
+    lines = [f"{len(rows)} tests: {own + kids:.0f} CPU s ({own:.0f} in pytest's processes, "
+             f"{kids:.0f} in their children)", "", "costliest tests (CPU s: own + children):"]
+    for r in sorted(rows, key=cost, reverse=True)[:most]:
+        lines.append(f"  {cost(r):7.1f}  {r['self_s']:6.1f} + {r['children_s']:6.1f}  {r['test']}")
+    files: Counter[str] = Counter()
+    for r in rows:
+        files[r["test"].split("::")[0]] += cost(r)
+    lines += ["", "costliest files:"]
+    lines += [f"  {c:7.1f}  {f}" for f, c in files.most_common(most)]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("file", type=Path)
+    p.add_argument("--most", type=int, default=30)
+    args = p.parse_args(argv)
+    try:
+        rows = [json.loads(line) for line in args.file.read_text().splitlines() if line]
+    except (OSError, ValueError) as e:
+        print(f"cpu_time: error: {args.file}: {e}", file=sys.stderr)
+        return 2
+    print(summary(rows, args.most))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
