@@ -4,7 +4,9 @@
 # Usage (repo root, GPU machine; the kit's parts carried in PARTS, default .kit/p5):
 #   bash scripts/gpu/profile-starts.sh PARTS LABEL STARTS [NAME=VALUE ...]
 #   bash scripts/gpu/profile-starts.sh PARTS paths STARTS [NAME=VALUE ...]   (start_paths.py:
-#        STARTS plain and STARTS pre-imported starts, each benchmarked; issue 45, part 2)
+#        STARTS plain and STARTS pre-imported starts, each benchmarked; issue 45, part 2;
+#        the compile cache stays in /root/start-paths-cache, so a next call on the warm
+#        machine with FIRST=K in its environment adds starts K.. without a warm-up start)
 # Calls before the last carry one part each: install.sh copies it and exits 3 until all
 # parts are there. The last call installs vLLM (tuner's own wheels are not needed: the
 # profile runs vLLM alone), writes the 8B-shaped model folder and runs
@@ -18,6 +20,7 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | 
 envs=(); for e in "$@"; do envs+=(--env "$e"); done
 if [ "$LABEL" = paths ]; then
   exec "$TUNER_GPU_PY" "$REPO/scripts/gpu/start_paths.py" "$MODEL" "$OUT" --starts "$STARTS" \
+    --first "${FIRST:-0}" --cache /root/start-paths-cache \
     --python "$TUNER_GPU_PY" "${envs[@]}" -- --max-num-batched-tokens 2048 --max-num-seqs 256
 fi
 skip=(); [ "$LABEL" = default ] || skip=(--skip-imports)

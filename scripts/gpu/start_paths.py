@@ -3,7 +3,8 @@
 start measure the same.
 
     PYTHONPATH=REPO:/tmp/site python3 scripts/gpu/start_paths.py MODEL_DIR OUT_DIR \
-        [--starts N] [--python PY] [--env NAME=VALUE ...] [-- FLAG ...]
+        [--starts N] [--first I] [--cache DIR] [--python PY] [--env NAME=VALUE ...] \
+        [-- FLAG ...]
 
 Needs only the engine's Python (the kit's, ``source scripts/gpu/env.sh``) and this repo on
 PYTHONPATH: it uses ``tuner.engine.forkclient`` (standard library only) and starts the
@@ -15,7 +16,10 @@ is of the pre-import alone; ``--plain-spawn`` leaves the plain path on vLLM's de
 Each healthy server runs the same seeded ``vllm bench serve`` (random prompts, fixed
 concurrency) and is stopped. Writes ``OUT_DIR/start-paths.json`` (every start: path,
 healthy seconds, exit code, request and output throughput, p99 ITL/TTFT) with per-path
-medians and ranges, and each server's log as ``OUT_DIR/<path>-<i>.log``.
+medians and ranges (rewritten after every start, so a call cut short keeps what it
+measured), and each server's log as ``OUT_DIR/<path>-<i>.log``. ``--cache DIR`` keeps the
+compile cache in DIR: a later call on the same warm machine with ``--first I`` numbers its
+starts from I and skips the warm-up start when DIR already holds a compiled artefact.
 """
 
 from __future__ import annotations
@@ -117,6 +121,8 @@ def main() -> int:
     p.add_argument("model")
     p.add_argument("out", type=Path)
     p.add_argument("--starts", type=int, default=3)
+    p.add_argument("--first", type=int, default=0)
+    p.add_argument("--cache", type=Path)
     p.add_argument("--python", default=sys.executable)
     p.add_argument("--env", action="append", default=[])
     p.add_argument("--plain-spawn", action="store_true")
@@ -130,7 +136,8 @@ def main() -> int:
         p.error(f"unrecognised arguments before the server's flags: {rest}")
     args.out.mkdir(parents=True, exist_ok=True)
     flags = rest or ["--max-num-batched-tokens", "2048", "--max-num-seqs", "256"]
-    cache = Path(tempfile.mkdtemp(prefix="start-paths-cache-"))
+    cache = args.cache or Path(tempfile.mkdtemp(prefix="start-paths-cache-"))
+    warm = not any((cache / "vllm").glob("torch_compile_cache/*"))
     base = {**os.environ, "VLLM_CACHE_ROOT": str(cache / "vllm"),
             "TORCHINDUCTOR_CACHE_DIR": str(cache / "inductor"),
             "TRITON_CACHE_DIR": str(cache / "triton"), "CUDA_VISIBLE_DEVICES": "0"}
@@ -140,17 +147,25 @@ def main() -> int:
     t0 = time.monotonic()
     forkserver = ForkServer(args.python, SERVER, forked, args.out / "forkserver.log")
     ready = {**forkserver.ready, "wall_s": round(time.monotonic() - t0, 2)}
-    rows = [dict(one_start("warm", 0, args, plain_env, flags, None), counted=False)]
-    for i in range(args.starts):
+    rows = []
+
+    def write() -> dict:
+        result = {"flags": flags, "starts": args.starts, "first": args.first,
+                  "supervisor": ready, "plain_env_fork": not args.plain_spawn, "rows": rows,
+                  "summary": {path: summary([r for r in rows if r["path"] == path])
+                              for path in ("plain", "preimported")}}
+        (args.out / "start-paths.json").write_text(json.dumps(result, indent=1))
+        return result
+
+    if warm:
+        rows.append(dict(one_start("warm", 0, args, plain_env, flags, None), counted=False))
+    for i in range(args.first, args.first + args.starts):
         rows.append(one_start("plain", i, args, plain_env, flags, None))
+        write()
         rows.append(one_start("preimported", i, args, forked, flags, forkserver))
+        write()
     forkserver.close()
-    result = {"flags": flags, "starts": args.starts, "supervisor": ready,
-              "plain_env_fork": not args.plain_spawn, "rows": rows,
-              "summary": {path: summary([r for r in rows if r["path"] == path])
-                          for path in ("plain", "preimported")}}
-    (args.out / "start-paths.json").write_text(json.dumps(result, indent=1))
-    print(json.dumps(result["summary"], indent=1))
+    print(json.dumps(write()["summary"], indent=1))
     return 0
 
 
