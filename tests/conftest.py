@@ -14,14 +14,37 @@ REPO = Path(__file__).resolve().parents[1]
 STUDIES = REPO / "studies"
 
 
+E2E = "tests/e2e/"
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
         tier = Path(str(item.fspath)).parent.name
         if tier in ("unit", "integration", "e2e"):
             item.add_marker(getattr(pytest.mark, tier))
-    # The slow tests first: run in parallel (pytest-xdist), they then overlap the many short
-    # ones instead of ending the run alone. The order is the same in every xdist worker.
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+    # The longest first: the e2e tests (one chain in one worker, below), then the slow ones.
+    # Run in parallel (pytest-xdist), they then overlap the many short ones instead of
+    # ending the run alone. The order is the same in every xdist worker.
+    items.sort(key=lambda item: (not item.nodeid.startswith(E2E),
+                                 item.get_closest_marker("slow") is None))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_xdist_make_scheduler(config, log):
+    """``--dist loadgroup`` as this suite means it: every e2e test in one work unit (one
+    worker, one at a time, in collection order, so that they share one vLLM CPU server
+    and never run two servers at once), every other test a unit of its own. xdist's own
+    loadgroup passes ``xdist_group`` marks as a node-id suffix, which pytest 9.2 no longer
+    keeps (pytest-dev/pytest-xdist#1386), so it would spread them over every worker."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class OneE2eChain(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return "e2e" if nodeid.startswith(E2E) else nodeid
+
+    return OneE2eChain(config, log)
 
 
 @pytest.fixture(scope="session", autouse=True)
