@@ -13,9 +13,9 @@ is reported apart):
   truth fits each, as a share of its limit (the SLO; the ladder's tolerance for the
   trend), with a non-decreasing (isotonic) regression over the grid, and the capacity is
   the highest grid rate at which every fit is within its limit (``monotone_capacity``);
-- the ladder (``tuner.capacity.run_ladder``), twice, each on a fresh server with
+- the ladder (``tuner.capacity.run_ladder``), once per seed, each on a fresh server with
   prompts and arrivals of its own (another seed): its error against the truth, and the
-  repeat error |c1 - c2| / mean;
+  repeat error (max - min) / mean over the seeds (``--seeds``; |c1 - c2| / mean for two);
 - its cost: wall seconds of warm-up + levels (the start excluded) against one of today's
   single closed-loop benchmarks on a fresh server (``--today-requests`` at the same
   concurrency, with its warm-up requests).
@@ -136,7 +136,8 @@ async def one_ladder(profile: Profile, args, ts: float, seed: int) -> dict:
     with sim_server(Path(tempfile.mkdtemp()), *profile.flags, time_scale=ts) as url:
         t0 = time.monotonic()
         run = await run_ladder(url, MODEL_NAME, workload(seed), closed_loop(args, args.warmup),
-                               slos(args), LadderPlan(), level_s=args.level_s, time_scale=ts)
+                               slos(args), LadderPlan(stop_on_miss=args.stop_on_miss),
+                               level_s=args.level_s, time_scale=ts)
         wall = time.monotonic() - t0
     return {"capacity_rps": run.curve.capacity_rps, "verdict": run.curve.verdict,
             "wall_s": wall, "curve": run.curve.to_json()}
@@ -151,17 +152,21 @@ async def today(profile: Profile, args, ts: float) -> float:
         return time.monotonic() - t0
 
 
-async def measure(profile: Profile, args) -> dict:
+async def measure(profile: Profile, args, truths: dict[str, dict]) -> dict:
+    """One profile's row: its truth (from ``truths`` when given there), its ladders (one
+    per seed of ``args.seeds``) and their cost."""
     ts = args.time_scale
-    with sim_server(Path(tempfile.mkdtemp()), *profile.flags, time_scale=ts) as url:
-        true = await truth(url, args, ts)
-    ladders = [await one_ladder(profile, args, ts, seed) for seed in (11, 12)]
+    true = truths.get(profile.name)
+    if true is None:
+        with sim_server(Path(tempfile.mkdtemp()), *profile.flags, time_scale=ts) as url:
+            true = await truth(url, args, ts)
+    ladders = [await one_ladder(profile, args, ts, seed) for seed in args.seeds]
     caps = [lad["capacity_rps"] for lad in ladders]
     return {"profile": profile.name, "held_out": profile.held_out, "time_scale": ts,
             "truth": true, "ladders": ladders, "today_wall_s": await today(profile, args, ts),
             "errors": [c / true["capacity_rps"] - 1 if true["capacity_rps"] else None
                        for c in caps],
-            "repeat_error": abs(caps[0] - caps[1]) / np.mean(caps) if np.mean(caps) else 0.0}
+            "repeat_error": (np.ptp(caps) / np.mean(caps) if np.mean(caps) else 0.0)}
 
 
 def spread(values: list[float]) -> str:
@@ -237,6 +242,12 @@ def main() -> int:
                    help="requests of today's closed-loop benchmark (LoadSpec's default)")
     p.add_argument("--profile", action="append", choices=[pr.name for pr in PROFILES],
                    help="only these profiles (repeatable; default: all)")
+    p.add_argument("--seeds", type=lambda v: [int(x) for x in v.split(",")],
+                   default=[11, 12], help="the ladders' prompt seeds (comma-separated)")
+    p.add_argument("--no-stop-on-miss", dest="stop_on_miss", action="store_false",
+                   help="levels run whole even once their SLO miss is certain")
+    p.add_argument("--truth-from", type=Path,
+                   help="reuse the truth grids of an earlier run's JSON (same settings)")
     p.add_argument("--out", default="ladder")
     p.add_argument("--report", action="store_true",
                    help="only write OUT.md again from OUT.json (no run)")
@@ -252,15 +263,19 @@ def main() -> int:
         profiles = (PROFILES[0], PROFILES[-1])
         args.grid_s, args.coarse, args.fine = 60.0, 4, 0.1
     command = ".venv/bin/python bench/ladder.py " + shlex.join(sys.argv[1:])
+    truths = ({row["profile"]: row["truth"]
+               for row in json.loads(args.truth_from.read_text())["rows"]}
+              if args.truth_from else {})
     rows = []
     for profile in profiles:
         print(f"== {profile.name}", flush=True)
-        rows.append(asyncio.run(measure(profile, args)))
+        rows.append(asyncio.run(measure(profile, args, truths)))
         print(json.dumps({k: rows[-1][k] for k in ("errors", "repeat_error")}), flush=True)
     text = report(rows, command)
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / f"{args.out}.json").write_text(json.dumps(
-        {"command": command, "args": vars(args), "rows": rows}, indent=1))
+        {"command": command, "args": {**vars(args), "truth_from": str(args.truth_from)},
+         "rows": rows}, indent=1))
     (RESULTS / f"{args.out}.md").write_text(text)
     print(text)
     return 0

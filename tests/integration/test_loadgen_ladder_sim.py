@@ -7,8 +7,8 @@ import asyncio
 
 import pytest
 
-from tuner.loadgen import SLO, LoadSpec, WorkloadSpec
-from tuner.capacity.run import run_ladder
+from tuner.loadgen import SLO, LoadSpec, WorkloadSpec, run_benchmark
+from tuner.capacity.run import level_load, level_of, run_ladder
 from tuner.loadgen.ladder import LadderPlan, kept_up
 from tuner.testing.sim_server import MODEL_NAME, sim_server
 
@@ -18,6 +18,11 @@ SLOS = SLO(ttft_p99_ms=2000.0, itl_p99_ms=150.0)
 TOLERANCE = LadderPlan().tolerance  # the ladder below runs with it
 
 
+WORKLOAD = WorkloadSpec(input_len=512, output_len=64, vocab_size=128256)
+CLOSED_LOOP = LoadSpec(max_concurrency=32, num_requests=100, warmup_requests=8,
+                       max_client_lag_ms=50.0)
+
+
 @pytest.fixture(scope="module")
 def ladder(tmp_path_factory):
     """One ladder on a simulated L4 (slow enough that a small machine keeps up)."""
@@ -25,10 +30,7 @@ def ladder(tmp_path_factory):
     with sim_server(tmp_path_factory.mktemp("sim"), "--gpu", "l4",
                     time_scale=TIME_SCALE) as url:
         run = asyncio.run(run_ladder(
-            url, MODEL_NAME, WorkloadSpec(input_len=512, output_len=64, vocab_size=128256),
-            LoadSpec(max_concurrency=32, num_requests=100, warmup_requests=8,
-                     max_client_lag_ms=50.0),
-            SLOS, LadderPlan(max_levels=5), level_s=40.0, time_scale=TIME_SCALE,
+            url, MODEL_NAME, WORKLOAD, CLOSED_LOOP, SLOS, LadderPlan(max_levels=5), level_s=40.0, time_scale=TIME_SCALE,
             on_level=lambda k, n, rate: calls.append((k, n, rate))))
     return run, calls
 
@@ -46,6 +48,9 @@ def test_a_level_holds_exactly_when_its_p99s_meet_the_slos_in_server_time(ladder
     whole run where not), and the server must have kept up with the arrivals."""
     run, _ = ladder
     for lv in run.curve.levels:
+        if lv.stopped_early:  # checked below: stopped once its miss was certain
+            assert not lv.held, lv
+            continue
         steady = lv.steady_p99_ttft_ms is not None
         ttft = lv.steady_p99_ttft_ms if steady else lv.p99_ttft_ms
         itl = lv.steady_p99_itl_ms if steady else lv.p99_itl_ms
@@ -79,3 +84,27 @@ def test_the_capacity_lies_between_the_levels_that_bracket_it(ladder):
     warmup_ttft = ladder[0].warmup.metrics["p99_ttft_ms"]
     assert all(lv.p99_ttft_ms < warmup_ttft for lv in curve.measured), (warmup_ttft, curve)
     assert curve.at("p99_itl_ms", curve.capacity_rps) == curve.capacity_level.p99_itl_ms
+
+
+def _misses(level) -> bool:
+    """The whole run's figures (server time) miss an SLO, or a request failed."""
+    return bool(level.failed or level.p99_ttft_ms > SLOS.ttft_p99_ms
+                or level.p99_itl_ms > SLOS.itl_p99_ms)
+
+
+def test_a_level_past_capacity_stops_once_its_miss_is_certain(ladder, tmp_path):
+    """At twice the saturated rate the queue grows without bound: with ``stop_on_miss``
+    the level stops sending before its schedule ends and its own figures already miss
+    the SLOs; run whole on the same server, the level misses them too."""
+    rate = 2 * ladder[0].curve.saturated_rps
+    load = level_load(CLOSED_LOOP, rate, 40.0, TIME_SCALE)
+    with sim_server(tmp_path, "--gpu", "l4", time_scale=TIME_SCALE) as url:
+        runs = [asyncio.run(run_benchmark(url, MODEL_NAME, WORKLOAD, load, slo=SLOS,
+                                          time_scale=TIME_SCALE, stop_on_miss=stop))
+                for stop in (True, False)]
+    stopped, whole = (level_of(rate, r) for r in runs)
+    assert runs[0].stop_reason == "missed" and stopped.stopped_early and not stopped.held
+    assert stopped.requests < load.num_requests, stopped
+    assert _misses(stopped), stopped
+    assert runs[1].stop_reason == "count" and whole.stopped_early is None
+    assert whole.requests == load.num_requests and not whole.held and _misses(whole), whole

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from tuner.errors import UsageError
 from tuner.loadgen.benchmark import BenchmarkResult, window_slo_metrics
-from tuner.capacity.run import achieved_rps, level_load, level_of
+from tuner.capacity.run import achieved_rps, level_load, level_of, stops_on_miss
+from tuner.loadgen.ladder import LadderPlan
 from tuner.loadgen.metrics import to_wall_time
 from tuner.loadgen.spec import SLO, LoadSpec
 
@@ -91,3 +94,19 @@ def test_an_slo_in_server_time_is_judged_on_wall_clock_latencies():
     assert to_wall_time(None, 4.0) is None
     same = SLO(tpot_ms=30.0)
     assert to_wall_time(same, 1.0) is same
+
+
+def test_a_level_stopped_on_a_certain_miss_never_holds_and_says_so():
+    """Its shortened run may read within the SLOs (the drain after the last arrival is
+    cut from its window); the miss was certain for the whole run, so it does not hold."""
+    stopped = dataclasses.replace(result(), stop_reason="missed")
+    level = level_of(3.0, stopped)
+    assert not level.held and level.stopped_early is True
+    assert level_of(3.0, result()).held and level_of(3.0, result()).stopped_early is None
+
+
+def test_every_level_but_the_reference_rate_stops_on_a_certain_miss():
+    plan = LadderPlan(start_rate=8.0)
+    assert not stops_on_miss(plan, 8.0)  # its p99s are the study's reference_* figures
+    assert stops_on_miss(plan, 16.0) and stops_on_miss(LadderPlan(), 8.0)
+    assert not stops_on_miss(LadderPlan(stop_on_miss=False), 16.0)

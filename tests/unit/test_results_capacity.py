@@ -67,7 +67,8 @@ def test_limits_apply_at_the_rate():
 
 
 def test_failed_levels_and_trials_that_fail_accuracy_do_not_answer():
-    broken = trial(3, lv(20, 5, 50, failed=3), lv(2, 5, 50))
+    broken = trial(3, lv(20, 5, 50, failed=3), lv(2, 5, 50),
+                   lv(16, 5, 50, stopped_early=True))  # a shortened run's p99s
     lossy = trial(4, lv(30, 5, 50), constraints={record.ACCURACY: 0.2})
     answer = capacity.most_capacity([A, B, broken, lossy], None, None)
     assert (answer.trial.number, answer.rate) == (2, 12)

@@ -76,3 +76,18 @@ def test_a_record_without_a_curve_still_loads():
     rec = TrialRecord.from_user_attrs(old)
     assert rec.curve is None and rec.to_user_attrs() == old
     assert TrialRecord.from_user_attrs({**old, "curve": None}).curve is None
+
+
+def test_a_level_stopped_early_bounds_the_capacity_but_gives_no_figures():
+    """A level stopped once its SLO miss was certain is a failed level (the capacity stays
+    below it) whose figures are a shortened run's: ``at`` interpolates past it, and a
+    rate beyond the last whole level has no figure."""
+    stopped = level(17.0, 45.0, False, stopped_early=True)
+    curve = Curve(levels=(*CURVE.levels[:3], stopped), saturated_rps=20.0)
+    assert curve.capacity_rps == 14.0
+    assert curve.at("p99_itl_ms", 15.5) == pytest.approx(30.0 + 1.5 / 6.0 * 30.0)  # 14 -> 20
+    assert Curve(levels=(CURVE.levels[0], stopped)).at("p99_itl_ms", 12.0) is None
+    stored = json.loads(json.dumps(curve.to_json()))
+    assert stored["levels"][3]["stopped_early"] is True
+    assert "stopped_early" not in stored["levels"][0]  # a whole level's JSON is as before
+    assert Curve.from_json(stored) == curve

@@ -93,7 +93,8 @@ async def climb(base_url: str, model: str, workload: WorkloadSpec, load: LoadSpe
                 await asyncio.sleep(CLIENT_PAUSE_S)
             result = await run_benchmark(base_url, model, seeded,
                                          level_load(load, rate, level_s, time_scale),
-                                         slo=slo, time_scale=time_scale)
+                                         slo=slo, time_scale=time_scale,
+                                         stop_on_miss=stops_on_miss(plan, rate))
             if result.valid or not (result.lag_reason
                                     or result.metrics.get("coalesced_reads")):
                 break
@@ -102,6 +103,13 @@ async def climb(base_url: str, model: str, workload: WorkloadSpec, load: LoadSpe
     verdict = assess(held, saturated, plan).verdict
     return Curve(levels=tuple(levels), saturated_rps=saturated, tolerance=plan.tolerance,
                  verdict=verdict.value)
+
+
+def stops_on_miss(plan: LadderPlan, rate: float) -> bool:
+    """Whether the level at ``rate`` stops sending once its SLO miss is certain
+    (``plan.stop_on_miss``): every level but one at the plan's ``start_rate``, the user's
+    reference rate, whose figures a study reads as they are (``reference_*``)."""
+    return plan.stop_on_miss and rate != plan.start_rate
 
 
 def level_load(load: LoadSpec, rate: float, level_s: float, time_scale: float = 1.0) -> LoadSpec:
@@ -128,14 +136,17 @@ def level_of(rate: float, result: BenchmarkResult, tolerance: float = LadderPlan
     ``tuner.loadgen.ladder.holds`` says: the SLOs judged on the steady state where the
     run had one (a long run at the rate is mostly steady state; a short level's ramp and
     drain, at a lighter load, would flatter its p99s), else on the whole run, and the
-    server keeping up within ``tolerance`` (the ladder's)."""
+    server keeping up within ``tolerance`` (the ladder's). A run stopped on a certain
+    miss (``stop_reason`` "missed") never holds, and its figures, those of a shortened
+    run, are marked ``stopped_early``."""
     m = result.metrics
     completed, failed = int(m.get("completed", 0)), int(m.get("failed", 0))
     good = round(m.get("request_goodput", 0.0) * m.get("duration", 0.0))
     trend = (result.window or {}).get("latency_trend")
-    held = holds(valid=result.valid, completed=completed,
-                 slo_met=m.get("window_slo_met", m.get("slo_met")),
-                 failed=failed, latency_trend=trend, tolerance=tolerance)
+    stopped = result.stop_reason == "missed"
+    held = not stopped and holds(valid=result.valid, completed=completed,
+                                 slo_met=m.get("window_slo_met", m.get("slo_met")),
+                                 failed=failed, latency_trend=trend, tolerance=tolerance)
     return Level(offered_rps=rate, achieved_rps=achieved_rps(result),
                  output_throughput=_finite(m.get("steady_output_throughput",
                                                  m.get("output_throughput"))),
@@ -149,7 +160,7 @@ def level_of(rate: float, result: BenchmarkResult, tolerance: float = LadderPlan
                  goodput_rps=_finite(m.get("request_goodput")),
                  latency_trend=_finite(trend), held=held,
                  requests=completed + failed, failed=failed,
-                 invalid_reason=result.invalid_reason)
+                 invalid_reason=result.invalid_reason, stopped_early=stopped or None)
 
 
 def achieved_rps(result: BenchmarkResult) -> float | None:

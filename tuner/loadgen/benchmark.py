@@ -22,6 +22,7 @@ from tuner.loadgen.arrivals import arrival_times, arrivals_within, share_of, sha
 from tuner.loadgen.client import MAX_PAGE_BYTES, RequestOutput, read_capped
 from tuner.loadgen.dispatch import ShardPlan, ShardResult, run_shard
 from tuner.loadgen.lag import judge, lag_stats
+from tuner.loadgen.miss import MissLimits
 from tuner.loadgen.metrics import (calculate_metrics, count_failures, noise_estimate,
                                    run_meets_slo,
                                    to_simulated_time, to_wall_time)
@@ -60,7 +61,8 @@ class BenchmarkResult:
     lag_reason: str | None = None
     unobservable: dict[str, str] = field(default_factory=dict)
     # The steady window (closed loop or paced; see ``window``) in simulated time, or None; and why
-    # the run stopped sending: count, duration, early (intervals within targets) or cap.
+    # the run stopped sending: count, duration, early (intervals within targets), cap, or
+    # missed (a paced run's SLO miss was certain: ``run_benchmark``'s ``stop_on_miss``).
     window: dict[str, Any] | None = None
     stop_reason: str = "count"
 
@@ -107,16 +109,22 @@ async def fetch_model(base_url: str, timeout_s: float = 30.0) -> str:
 
 async def run_benchmark(base_url: str, model: str, workload: WorkloadSpec, load: LoadSpec,
                         slo: SLO | None = None, progress: Progress | None = None,
-                        time_scale: float = 1.0) -> BenchmarkResult:
+                        time_scale: float = 1.0, stop_on_miss: bool = False
+                        ) -> BenchmarkResult:
     """Benchmark the server at ``base_url`` serving ``model``.
 
     Failed requests are data (``result.failures``), never exceptions; BenchmarkError only when
     a client process dies. ``progress(done, total)`` is called as measured requests finish
     (``total`` None for a duration). With ``time_scale`` k != 1 (a simulator running k times
-    faster than real time) time-based metrics are converted back to simulated time.
+    faster than real time) time-based metrics are converted back to simulated time. With
+    ``stop_on_miss``, a paced run of a request count in one client process stops sending
+    once it certainly misses ``slo``'s p99 TTFT or ITL, or a request failed
+    (``tuner.loadgen.miss``; its ``stop_reason`` is then "missed"); it is ignored for
+    other runs.
     """
     base_url = base_url.rstrip("/")
-    plans = _plans(base_url, model, workload, load)  # a bad schedule fails before a request
+    miss = _miss_limits(load, slo, time_scale) if stop_on_miss else None
+    plans = _plans(base_url, model, workload, load, miss)  # a bad schedule fails first
     warm = await _warm_up(base_url, model, workload, load)
     total = None if load.duration_s is not None else load.num_requests
     scrape_s = min(SCRAPE_TIMEOUT_S, load.request_timeout_s)
@@ -148,7 +156,22 @@ async def _warm_up(base_url: str, model: str, workload: WorkloadSpec,
     return (await run_shard(plan)).outputs
 
 
-def _plans(base_url: str, model: str, workload: WorkloadSpec, load: LoadSpec) -> list[ShardPlan]:
+def _miss_limits(load: LoadSpec, slo: SLO | None, time_scale: float) -> MissLimits | None:
+    """The limits a paced run of a request count, in one client process, stops on (wall
+    seconds; its gap bound filled in by the client, which holds the requests); None for
+    any other run or without a p99 TTFT or ITL objective."""
+    wall = to_wall_time(slo, time_scale)
+    paced = math.isfinite(load.request_rate) or load.speedup is not None
+    if (wall is None or (wall.ttft_p99_ms is None and wall.itl_p99_ms is None) or not paced
+            or load.duration_s is not None or load.client_processes != 1):
+        return None
+    return MissLimits(*(None if v is None else v / 1000.0
+                        for v in (wall.ttft_p99_ms, wall.itl_p99_ms)),
+                      requests=load.num_requests, gaps=0)
+
+
+def _plans(base_url: str, model: str, workload: WorkloadSpec, load: LoadSpec,
+           miss: MissLimits | None = None) -> list[ShardPlan]:
     n = load.client_processes
     if load.max_concurrency is not None:
         n = min(n, load.max_concurrency)
@@ -162,7 +185,8 @@ def _plans(base_url: str, model: str, workload: WorkloadSpec, load: LoadSpec) ->
                   text_prompts=load.text_prompts, think_s=load.think_time_ms / 1000.0,
                   priority=load.client_priority,
                   early_stop=((load.throughput_ci, load.itl_ci, load.itl_metric)
-                              if load.early_stop else None))
+                              if load.early_stop else None),
+                  miss=miss if arrivals is not None and n == 1 else None)
         for k in range(n)
     ]
 

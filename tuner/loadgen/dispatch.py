@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import gc
 import itertools
 import time
@@ -20,10 +21,12 @@ from dataclasses import dataclass, field
 
 import aiohttp
 
+from tuner.loadgen.cancel import cancel_and_wait
 from tuner.loadgen.client import RequestOutput, send
 from tuner.loadgen.endpoints import PARSERS, PATHS, build_body
 from tuner.loadgen.http1 import Client, send_fast
 from tuner.loadgen.lag import LoopLagProbe
+from tuner.loadgen.miss import MissLimits, MissWatch
 from tuner.loadgen.priority import NORMAL, REALTIME, Granted, realtime
 from tuner.loadgen.spec import WorkloadSpec
 from tuner.loadgen.window import steady_window
@@ -52,6 +55,8 @@ class ShardPlan:
     # half-widths (throughput, p99 ITL of ``itl_metric``); ``num_requests`` is then the cap.
     early_stop: tuple[float, float, str] | None = None
     think_s: float = 0.0  # closed loop: a client's pause between a response and its next send
+    # Paced: stop sending once the run's SLO miss is certain (``tuner.loadgen.miss``).
+    miss: MissLimits | None = None
     priority: str = NORMAL  # the client thread's CPU priority (``tuner.loadgen.priority``)
 
 
@@ -63,16 +68,22 @@ class ShardResult:
     cpu_s: float = 0.0
     start_time: float = 0.0
     end_time: float = 0.0
-    stop_reason: str = "count"  # count | duration | early | cap
+    stop_reason: str = "count"  # count | duration | early | cap | missed
     granted: Granted = field(default_factory=Granted)  # the CPU priority the thread ran at
 
 
 class _Source:
-    """Indexed request bodies of one share: precomputed for a count, lazy for a duration."""
+    """Indexed request bodies of one share: precomputed for a count, lazy for a duration.
+    ``max_gaps``: for a count, the most inter-token gaps its requests can stream (the sum
+    of their ``max_tokens - 1``); None for a duration."""
 
     def __init__(self, plan: ShardPlan) -> None:
         stop = plan.num_requests if plan.duration_s is None else None
         requests = itertools.islice(iter_requests(plan.workload), plan.k, stop, plan.n)
+        if stop is not None:
+            requests = list(requests)
+        self.max_gaps = (sum(max(0, r.output_len - 1) for r in requests)
+                         if stop is not None else None)
         pairs = ((plan.k + j * plan.n, r) for j, r in enumerate(requests))
         bodies = ((i, r.prompt_len, build_body(r, plan.endpoint, plan.model, plan.ignore_eos,
                                                   plan.text_prompts))
@@ -128,11 +139,14 @@ async def _run_shard(plan: ShardPlan, t0: float | None,
             await asyncio.sleep(delay)
         deadline = t0 + plan.duration_s if plan.duration_s is not None else None
 
+        sent: list[RequestOutput] = []
+
         async def one(item, due: float | None) -> None:
             index, prompt_len, body = item
             now = clock()
             due = now if due is None else due
             out = RequestOutput(index=index, prompt_len=prompt_len, scheduled_time=due)
+            sent.append(out)
             result.send_lags.append(max(0.0, now - due))
             if http is not None:
                 await send_fast(http, path, body, parser_cls(), out, clock)
@@ -143,7 +157,12 @@ async def _run_shard(plan: ShardPlan, t0: float | None,
                 on_done(out)
 
         if plan.arrivals is not None:
-            await _paced(plan, source, t0, one, clock)
+            stop = asyncio.Event()
+            watch = (asyncio.create_task(_watch_miss(plan, source, sent, result, stop, clock))
+                     if plan.miss else None)
+            await _paced(plan, source, t0, one, clock, stop)
+            await cancel_and_wait(watch)
+            result.stop_reason = "missed" if stop.is_set() else "count"
         elif plan.concurrency:
             stop = asyncio.Event()
             watch = (asyncio.create_task(_watch(plan.early_stop, result, stop))
@@ -166,7 +185,10 @@ async def _run_shard(plan: ShardPlan, t0: float | None,
     return result
 
 
-async def _paced(plan: ShardPlan, source: _Source, t0: float, one, clock) -> None:
+async def _paced(plan: ShardPlan, source: _Source, t0: float, one, clock,
+                 stop: asyncio.Event) -> None:
+    """Send each request at its arrival time until the schedule ends or ``stop`` is set
+    (checked at each arrival); the requests sent finish."""
     sem = asyncio.Semaphore(plan.concurrency) if plan.concurrency else None
     tasks = []
 
@@ -183,11 +205,14 @@ async def _paced(plan: ShardPlan, source: _Source, t0: float, one, clock) -> Non
         due = t0 + offset
         if (delay := due - clock()) > 0:
             await asyncio.sleep(delay)
+        if stop.is_set():
+            break
         tasks.append(asyncio.create_task(limited(item, due)))
     await asyncio.gather(*tasks)
 
 
 WATCH_S = 2.0  # how often the early stop looks at the window (it costs a pass over the tokens)
+MISS_WATCH_SHARE = 0.05  # a paced run's miss watch looks 20 times over its schedule
 
 
 async def _watch(targets: tuple[float, float, str], result: ShardResult,
@@ -198,6 +223,24 @@ async def _watch(targets: tuple[float, float, str], result: ShardResult,
         await asyncio.sleep(WATCH_S)
         window = steady_window(result.outputs, itl_metric)
         if window is not None and window.within(throughput_rel, itl_rel):
+            stop.set()
+            return
+
+
+async def _watch_miss(plan: ShardPlan, source: _Source, sent: list[RequestOutput],
+                      result: ShardResult, stop: asyncio.Event, clock) -> None:
+    """Set ``stop`` once the paced run's SLO miss is certain (``MissWatch``; the plan's
+    limits, with this share's ``max_gaps`` where it has them), looking every
+    ``MISS_WATCH_SHARE`` of its schedule (at least every ``WATCH_S``)."""
+    limits = plan.miss
+    if source.max_gaps is not None:
+        limits = dataclasses.replace(limits, gaps=source.max_gaps)
+    watch = MissWatch(limits)
+    span = plan.arrivals[-1] if plan.arrivals else 0.0
+    every = min(WATCH_S, max(span * MISS_WATCH_SHARE, 0.01))
+    while True:
+        await asyncio.sleep(every)
+        if watch.check(sent, result.outputs, clock()) is not None:
             stop.set()
             return
 

@@ -59,13 +59,16 @@ class LadderPlan:
     """How a ladder searches: relative ``tolerance`` of the bracket, at most ``max_levels``
     measured levels, the first rate (``start_rate`` requests/s, else ``first_share`` of the
     warm-up's saturated throughput) and the factor ``step`` by which it moves before it has
-    a bracket."""
+    a bracket. With ``stop_on_miss``, a level stops sending once its SLO miss is certain
+    (``tuner.loadgen.miss``): a failed level only bounds the capacity, and its verdict
+    is fixed by then."""
 
     tolerance: float = 0.05
     max_levels: int = 6
     start_rate: float | None = None
     first_share: float = 0.5
     step: float = 2.0
+    stop_on_miss: bool = True
 
     def __post_init__(self) -> None:
         if not 0 < self.tolerance < 1:

@@ -5,9 +5,9 @@ TTFT within the given limits, and the measured level that shows it. ``lowest_lat
 the trial with the lowest p99 ITL at a given request rate (interpolated between the two
 measured levels around it), within the same limits there. Neither extrapolates: a rate
 above a trial's highest measured level has no answer from that trial, and a level counts
-only as it was measured (every request completed, the run valid). A level's p99s are the
-ones the ladder judged it on (``Level.judged_p99_itl_ms``: its steady requests', else the
-whole run's), so that an answer at a study's own SLOs agrees with its ``capacity_rps``.
+only as it was measured (every request completed, the run valid, not stopped early). A
+level's p99s are the ones the ladder judged it on (``Level.judged_p99_itl_ms``: its steady
+requests', else the whole run's), so that an answer at a study's own SLOs agrees with its ``capacity_rps``.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ def _within(value: float | None, limit: float | None) -> bool:
 
 
 def _usable(level: Level) -> bool:
-    return (level.offered_rps is not None and not level.failed
+    return (level.offered_rps is not None and not level.failed and not level.stopped_early
             and level.invalid_reason is None and level.p99_itl_ms is not None
             and level.p99_ttft_ms is not None)
 

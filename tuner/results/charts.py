@@ -83,7 +83,8 @@ def effects_png(s: Summary, path: Path) -> Path:
 def curves_png(s: Summary, path: Path) -> Path:
     """Each front trial's measured latency-vs-load curve: the p99 ITL each level was judged
     on (``Level.judged_p99_itl_ms``) by offered request rate, a filled mark where the level
-    held every SLO, the study's p99 ITL SLO as a line."""
+    held every SLO, the study's p99 ITL SLO as a line. A level stopped early on a certain
+    miss is a triangle off the line: its p99 is a shortened run's, a lower bound."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(7.5, 4.5), dpi=110)
     for row in s.front:
@@ -91,12 +92,13 @@ def curves_png(s: Summary, path: Path) -> Path:
         if curve is None or not curve.measured:
             continue
         levels = [lv for lv in curve.measured if lv.judged_p99_itl_ms is not None]
-        line, = ax.plot([lv.offered_rps for lv in levels],
-                        [lv.judged_p99_itl_ms for lv in levels],
+        whole = [lv for lv in levels if not lv.stopped_early]
+        line, = ax.plot([lv.offered_rps for lv in whole], [lv.judged_p99_itl_ms for lv in whole],
                         lw=1, marker="", label=f"trial {row.record.number}")
         for lv in levels:
             ax.scatter([lv.offered_rps], [lv.judged_p99_itl_ms], s=28, color=line.get_color(),
-                       facecolors=line.get_color() if lv.held else "none", zorder=3)
+                       facecolors=line.get_color() if lv.held else "none", zorder=3,
+                       marker="^" if lv.stopped_early else "o")
     if s.spec.slo.p99_itl_ms is not None:
         ax.axhline(s.spec.slo.p99_itl_ms, color="#2ca02c", ls="--", lw=1,
                    label=f"SLO {s.spec.slo.p99_itl_ms:g} ms")

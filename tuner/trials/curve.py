@@ -38,7 +38,10 @@ class Level(Part):
     ``held``: every study SLO held over the run's steady requests (the whole run where it
     had none; ``tuner.capacity.run.level_of``), the server kept up (``latency_trend``
     within the ladder's tolerance, ``tuner.loadgen.ladder.kept_up``), and the run was a
-    valid measurement (``invalid_reason`` says why not)."""
+    valid measurement (``invalid_reason`` says why not). A level ``stopped_early`` stopped
+    sending once its SLO miss was certain (``tuner.loadgen.miss``): it never holds, and its
+    figures, of a shortened run, bound the full run's from below; ``Curve.at`` and the
+    answers from stored curves pass over it."""
 
     offered_rps: float | None = None
     achieved_rps: float | None = None           # completed requests / run duration
@@ -56,6 +59,7 @@ class Level(Part):
     requests: int | None = None
     failed: int | None = None
     invalid_reason: str | None = None
+    stopped_early: bool | None = None           # True: stopped once its miss was certain
 
     @property
     def judged_p99_itl_ms(self) -> float | None:
@@ -118,10 +122,11 @@ class Curve(Part):
 
     def at(self, metric: str, rate: float) -> float | None:
         """``metric`` (one of ``LEVEL_FIGURES``) at offered ``rate``, interpolated between
-        the measured levels that bracket it; None outside them or where one lacks it."""
+        the measured levels that bracket it (levels ``stopped_early`` passed over); None
+        outside them or where one lacks it."""
         if metric not in LEVEL_FIGURES:
             raise ValueError(f"no level figure {metric!r}: use one of {LEVEL_FIGURES}")
-        levels = self.measured
+        levels = [lv for lv in self.measured if not lv.stopped_early]
         for a, b in zip(levels, levels[1:] or levels):
             lo, hi = a.offered_rps, b.offered_rps
             if lo <= rate <= hi:
