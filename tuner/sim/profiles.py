@@ -71,6 +71,25 @@ class EngineConstants:
     unchunked_mixes_decodes: bool = False
 
 
+@dataclass(frozen=True)
+class StartConstants:
+    """Seconds of a vLLM start's phases (``tuner.sim.starts``; profiles.toml's ``[start]``)."""
+
+    imports_s: float
+    preimported_imports_s: float
+    spawn_engine_core_s: float
+    fork_engine_core_s: float
+    engine_setup_s: float
+    weights_s_per_gib: float
+    compile_miss_s: float
+    compile_hit_s: float
+    kv_profile_s: float
+    capture_s_per_size: float
+    warmup_miss_s: float
+    warmup_hit_s: float
+    api_ready_s: float
+
+
 @lru_cache(maxsize=4)
 def _load(path: str) -> dict[str, Any]:
     with open(path, "rb") as f:
@@ -82,9 +101,10 @@ def _values(table: dict[str, Any]) -> dict[str, Any]:
 
 
 def sources(path: Path = PROFILES_FILE) -> dict[str, dict[str, str]]:
-    """Every constant's source, by section ("engine", "gpu.h200", ...) and name."""
+    """Every constant's source, by section ("engine", "start", "gpu.h200", ...) and name."""
     data = _load(str(path))
-    out = {"engine": {k: v["source"] for k, v in data["engine"].items()}}
+    out = {section: {k: v["source"] for k, v in data[section].items()}
+           for section in ("engine", "start")}
     for key, table in data["gpu"].items():
         out[f"gpu.{key}"] = {k: v["source"] for k, v in table.items()}
     return out
@@ -96,6 +116,10 @@ def gpu_names(path: Path = PROFILES_FILE) -> list[str]:
 
 def engine_constants(path: Path = PROFILES_FILE) -> EngineConstants:
     return EngineConstants(**_values(_load(str(path))["engine"]))
+
+
+def start_constants(path: Path = PROFILES_FILE) -> StartConstants:
+    return StartConstants(**_values(_load(str(path))["start"]))
 
 
 def load_gpu(key: str, path: Path = PROFILES_FILE) -> GpuProfile:
