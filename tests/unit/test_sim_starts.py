@@ -1,14 +1,18 @@
-"""The simulator's start model: phases by start path and compile cache, vLLM's compile key."""
+"""The simulator's start model: phases by start path and compile cache, vLLM's compile key,
+and a startup log that the runner's parser reads back."""
 
 from __future__ import annotations
 
 import pytest
 
+from tuner.engine.startlog import start_phases
 from tuner.sim.config import resolve
+from tuner.sim.launch import StartLog
 from tuner.sim.memory import plan_memory
 from tuner.sim.profiles import engine_constants, load_gpu, start_constants
 from tuner.sim.shape import LLAMA3_8B
 from tuner.sim.starts import compile_key, key_hash, model_start
+from tuner.sim.startup import startup_lines
 
 pytestmark = pytest.mark.unit
 H100 = load_gpu("h100")
@@ -85,3 +89,22 @@ def test_an_eager_start_has_no_key_and_a_key_has_a_stable_name():
     assert key(enforce_eager=True) is None
     assert key_hash(key()) == key_hash(dict(reversed(list(key().items()))))
     assert len(key_hash(key())) == 10 and int(key_hash(key()), 16) >= 0
+
+
+@pytest.mark.parametrize("kw", [{"hit": False}, {"hit": True, "preimported": True, "fork": True}])
+def test_the_runners_parser_reads_the_modelled_phases_back(kw, capsys):
+    c = cfg()
+    plan = plan_memory(c, LLAMA3_8B, H100, K)
+    modelled = model_start(c, plan.weight_bytes, S, K, **kw)
+    log = StartLog()
+    for line in startup_lines(c, plan, modelled, "http://127.0.0.1:8000"):
+        log.line(line.text, line.at_s, line.process)
+    read = start_phases(capsys.readouterr().out + "INFO:     Application startup complete.\n")
+    assert read["compile_cache"] == modelled.compile_cache
+    assert read["compile_range"] == "1-2048"
+    for name in ("weights", "compile", "kv_profile", "init_engine"):  # stated in the log
+        assert read[name] == pytest.approx(getattr(modelled, name), abs=0.01), name
+    assert read["graph_capture"] == round(modelled.graph_capture)
+    for name in ("api_start", "engine_start", "warmup", "api_ready"):  # whole-second stamps
+        assert abs(read[name] - getattr(modelled, name)) < 1, name
+    assert abs(read["logged"] - (modelled.total - modelled.process_start)) < 1

@@ -9,22 +9,63 @@ from __future__ import annotations
 import os
 import sys
 import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping
 
+from tuner.sim.compilecache import marker, remember, seen
 from tuner.sim.config import resolve
 from tuner.sim.core import EngineCore
 from tuner.sim.memory import MemoryPlan
-from tuner.sim.profiles import engine_constants, load_gpu
+from tuner.sim.profiles import engine_constants, load_gpu, start_constants
 from tuner.sim.serveargs import engine_flags
 from tuner.sim.shape import load_shape
+from tuner.sim.starts import StartPhases, compile_key, key_hash, model_start
 from tuner.sim.startup import StartFailure, check_start, startup_lines
 
 
-def _log(line: str) -> None:
-    print(f"INFO {time.strftime('%m-%d %H:%M:%S')} [tuner.sim] {line}", flush=True)
+class StartLog:
+    """Prints startup lines as vLLM's processes do, stamped on a simulated clock.
+
+    The clock starts when ``serve`` begins (wall time, whole seconds), and runs in
+    modelled seconds, so that ``tuner.engine.startlog.start_phases`` reads the modelled
+    phases back from the stamps (to the whole second, as from vLLM's). With ``wait_scale``
+    (``--sim-start-delay``) each line waits until its modelled time divided by the time
+    scale, so the server listens when the modelled start is over; at time scale 1 the
+    stamps then agree with the wall clock. Without it every line is printed at once: the
+    stamps run ahead of the wall clock by the modelled start.
+    """
+
+    def __init__(self, wait_scale: float | None = None) -> None:
+        self.wall0 = time.time()
+        self.zero = float(int(self.wall0))
+        self.wait_scale = wait_scale
+        self.at_s = 0.0
+
+    def line(self, text: str, at_s: float | None = None, process: str = "APIServer") -> None:
+        """Print ``text`` at simulated second ``at_s`` (default: the last line's)."""
+        self.at_s = self.at_s if at_s is None else at_s
+        if self.wait_scale:
+            time.sleep(max(0.0, self.wall0 + self.at_s / self.wait_scale - time.time()))
+        stamp = time.strftime("%m-%d %H:%M:%S", time.localtime(self.zero + self.at_s))
+        print(f"({process} pid={os.getpid()}) INFO {stamp} [tuner.sim] {text}", flush=True)
 
 
-def prepare(args) -> tuple[EngineCore, MemoryPlan] | StartFailure:
-    """Everything vLLM does before it listens: read the model, resolve flags, check memory."""
+@dataclass(frozen=True)
+class Prepared:
+    """A start that vLLM would make: the engine core, its memory plan, its start phases,
+    and the compile cache's marker of its key (None: eager, or no cache)."""
+
+    core: EngineCore
+    plan: MemoryPlan
+    start: StartPhases
+    key: dict | None
+    marker: Path | None
+
+
+def prepare(args, env: Mapping[str, str]) -> Prepared | StartFailure:
+    """Everything vLLM does before it listens: read the model, resolve flags, check memory,
+    look the compile key up in ``env``'s cache and model the start's phases."""
     model_dir = args.model or args.model_tag
     shape = load_shape(model_dir)
     gpu = load_gpu(args.gpu)
@@ -35,10 +76,12 @@ def prepare(args) -> tuple[EngineCore, MemoryPlan] | StartFailure:
         return started
     if args.num_gpu_blocks_override:
         started = MemoryPlan(**{**started.__dict__, "num_blocks": args.num_gpu_blocks_override})
-    _log(f"non-default args and resolved config: {cfg}")
-    for line in startup_lines(cfg, gpu, started):
-        _log(line)
-    return EngineCore(cfg, shape, gpu, consts, started), started
+    key = compile_key(cfg, shape, consts)
+    path = marker(env, key_hash(key)) if key is not None else None
+    start = model_start(cfg, started.weight_bytes, start_constants(), consts,
+                        preimported=args.sim_start_path == "preimported",
+                        fork=env.get("VLLM_WORKER_MULTIPROC_METHOD") == "fork", hit=seen(path))
+    return Prepared(EngineCore(cfg, shape, gpu, consts, started), started, start, key, path)
 
 
 def _refusal(failure: StartFailure) -> str:
@@ -53,19 +96,24 @@ def _refusal(failure: StartFailure) -> str:
 
 def serve(args) -> int:
     """Run the simulated server until a signal; 1 if vLLM would have refused to start."""
-    _log("simulated vLLM engine (tuner.sim): timings come from a model, not a GPU")
-    prepared = prepare(args)
+    log = StartLog(args.time_scale if args.sim_start_delay else None)
+    prepared = prepare(args, os.environ)
     if isinstance(prepared, StartFailure):
+        log.line("simulated vLLM engine (tuner.sim): timings come from a model, not a GPU")
         print(_refusal(prepared), file=sys.stderr, flush=True)
         return 1
-    core, _ = prepared
+    url = f"http://{args.host}:{args.port}"
+    for line in startup_lines(prepared.core.cfg, prepared.plan, prepared.start, url):
+        log.line(line.text, line.at_s, line.process)
     if args.sim_cpus:
         try:
             os.sched_setaffinity(0, args.sim_cpus)
         except (OSError, AttributeError) as e:
             print(f"error: --sim-cpus {sorted(args.sim_cpus)}: {e}", file=sys.stderr, flush=True)
             return 2
-        _log(f"pinned to CPUs {sorted(args.sim_cpus)}")
+        log.line(f"pinned to CPUs {sorted(args.sim_cpus)}")
+    if prepared.key is not None:
+        remember(prepared.marker, prepared.key)
     from tuner.sim.server import run
 
-    return run(args, core)
+    return run(args, prepared.core)

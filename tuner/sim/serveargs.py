@@ -72,6 +72,12 @@ def add_serve_flags(p: argparse.ArgumentParser) -> None:
                         "generator on the others, a small machine keeps real time")
     p.add_argument("--sim-trace", action="store_true",
                    help="keep each request's modelled token times at /sim/trace (benchmarks)")
+    p.add_argument("--sim-start-delay", action="store_true",
+                   help="listen only once the modelled start is over (its seconds divided by "
+                        "the time scale); default: at once, the log still shows the phases")
+    p.add_argument("--sim-start-path", choices=("plain", "preimported"), default="plain",
+                   help="model a plain start or one forked from a process that imported "
+                        "vLLM (the runner always starts the simulator plainly)")
 
 
 # vLLM flags the model cannot learn: accepted at the value it models (None: none), refused

@@ -12,6 +12,7 @@ from tuner.sim.config import EngineConfig
 from tuner.sim.memory import MemoryPlan, plan_memory
 from tuner.sim.profiles import GIB, MIB, EngineConstants, GpuProfile
 from tuner.sim.shape import ModelShape
+from tuner.sim.starts import StartPhases
 
 
 @dataclass(frozen=True)
@@ -120,15 +121,53 @@ def check_start(cfg: EngineConfig, shape: ModelShape, gpu: GpuProfile,
     return memory_errors(cfg, shape, plan, k) or plan
 
 
-def startup_lines(cfg: EngineConfig, gpu: GpuProfile, plan: MemoryPlan) -> list[str]:
-    """vLLM's startup log lines about memory, for a start that succeeds."""
-    lines = [
-        f"Model loading took {plan.weight_bytes / GIB:.4f} GiB memory",
+@dataclass(frozen=True)
+class LogLine:
+    """One startup log line: when (simulated seconds from the spawn), which of vLLM's
+    processes prints it (APIServer or EngineCore), and its text."""
+
+    at_s: float
+    process: str
+    text: str
+
+
+def startup_lines(cfg: EngineConfig, plan: MemoryPlan, start: StartPhases,
+                  url: str) -> list[LogLine]:
+    """vLLM 0.24's startup lines for a start that succeeds, in its wording, each at the
+    simulated time the start model (``tuner.sim.starts``) puts it: the lines that
+    ``tuner.engine.startlog.start_phases`` reads, and the memory lines."""
+    t = start.process_start
+    lines = [LogLine(t, "APIServer", "simulated vLLM engine (tuner.sim): timings come from a "
+                                     "model, not a GPU"),
+             LogLine(t, "APIServer", f"non-default args and resolved config: {cfg}")]
+    t += start.api_start
+    lines.append(LogLine(t, "EngineCore", "Initializing a V1 LLM engine (tuner.sim)"))
+    t += start.engine_start
+    lines.append(LogLine(t, "EngineCore", f"Model loading took {plan.weight_bytes / GIB:.4f} GiB "
+                                          f"and {start.weights:.6f} seconds"))
+    if start.compile is not None:
+        t += start.compile
+        span = f"compile range (1, {cfg.max_num_batched_tokens})"
+        lines += [LogLine(t, "EngineCore", (
+                      f"Directly load the compiled graph(s) for {span} from the cache, took "
+                      f"{start.compile:.3f} s") if start.compile_cache == "hit" else
+                      f"Compiling a graph for {span} takes {start.compile:.2f} s"),
+                  LogLine(t, "EngineCore", f"torch.compile took {start.compile:.2f} s in total")]
+    t += start.kv_profile
+    lines += [LogLine(t, "EngineCore", text) for text in (
+        f"Initial profiling/warmup run took {start.kv_profile:.2f} s",
         f"Available KV cache memory: {plan.kv_cache_bytes / GIB:.2f} GiB",
         f"GPU KV cache size: {plan.kv_cache_tokens:,} tokens",
         f"Maximum concurrency for {cfg.max_model_len:,} tokens per request: "
-        f"{plan.kv_cache_tokens / cfg.max_model_len:.2f}x",
-    ]
-    if plan.cudagraph_bytes:
-        lines.append(f"Graph capturing finished in 4 secs, took {plan.cudagraph_bytes / GIB:.2f} GiB")
+        f"{plan.kv_cache_tokens / cfg.max_model_len:.2f}x")]
+    if start.graph_capture is not None:
+        t += start.graph_capture
+        lines.append(LogLine(t, "EngineCore", f"Graph capturing finished in "
+                             f"{start.graph_capture:.0f} secs, took "
+                             f"{plan.cudagraph_bytes / GIB:.2f} GiB"))
+    t += start.warmup
+    lines.append(LogLine(t, "EngineCore", "init engine (profile, create kv cache, warmup model) "
+                                          f"took {start.init_engine:.2f} s"))
+    t += start.api_ready
+    lines.append(LogLine(t, "APIServer", f"Starting vLLM API server 0 on {url}"))
     return lines
