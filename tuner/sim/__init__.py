@@ -6,6 +6,8 @@ measurement.
     config.py                     the engine flags with vLLM's defaults resolved
     memory.py                     the memory budget and KV-cache size (vLLM's profiling)
     startup.py                    vLLM's start checks and messages, startup log lines
+    starts.py                     a start's phases in seconds, vLLM's compile key (pure)
+    compilecache.py               the compile key's marker under VLLM_CACHE_ROOT
     kvcache.py                    paged blocks, prefix caching by block-hash chains
     scheduler.py                  continuous batching, chunked prefill, preemption
     steptime.py                   roofline step time plus overheads
