@@ -97,15 +97,16 @@ def launch(spec: StudySpec, flags: Mapping[str, Any], port: int, gpus: Sequence[
            inherited: Mapping[str, str] | None = None) -> Launch:
     """The argv (a list, never a shell string) and environment of one server.
 
-    With ``cache_root``, a vLLM server keeps its compile caches there (``cache_env``); a
-    pre-imported one gets ``PREIMPORTED_ENV``; the study's own engine.env wins over both."""
+    With ``cache_root``, a server keeps its compile caches there (``cache_env``; the
+    simulator keeps its compile-key markers under ``VLLM_CACHE_ROOT``); a pre-imported
+    vLLM server gets ``PREIMPORTED_ENV``; the study's own engine.env wins over both."""
     argv = program(spec) + [
         "--model", spec.model.path, "--served-model-name", served_name(spec),
         "--host", host, "--port", str(port), "--dtype", spec.model.dtype,
         *spec.engine.extra_args, *flags_argv(flags)]
     tp = int(flags.get("tensor_parallel_size", spec.model.tensor_parallel_size))
     vllm = spec.engine.kind == "vllm"
-    caches = cache_env(cache_root, inherited or {}) if cache_root is not None and vllm else {}
+    caches = cache_env(cache_root, inherited or {}) if cache_root is not None else {}
     fork = PREIMPORTED_ENV if vllm and spec.engine.start == "preimported" else {}
     env = {**fork, **caches, **spec.engine.env,
            "CUDA_VISIBLE_DEVICES": ",".join(str(g) for g in gpus[:max(tp, 1)])}
