@@ -30,19 +30,37 @@ def pytest_collection_modifyitems(config, items):
 
 
 @pytest.hookimpl(tryfirst=True)
+def shares_fixtures(path: Path) -> bool:
+    """Whether the test module at ``path`` declares a module- or class-scoped fixture (a
+    server, a ladder, a database set up once for its tests)."""
+    text = path.read_text(encoding="utf-8") if path.is_file() else ""
+    return 'scope="module"' in text or 'scope="class"' in text
+
+
 def pytest_xdist_make_scheduler(config, log):
     """``--dist loadgroup`` as this suite means it: every e2e test in one work unit (one
     worker, one at a time, in collection order, so that they share one vLLM CPU server
-    and never run two servers at once), every other test a unit of its own. xdist's own
-    loadgroup passes ``xdist_group`` marks as a node-id suffix, which pytest 9.2 no longer
-    keeps (pytest-dev/pytest-xdist#1386), so it would spread them over every worker."""
+    and never run two servers at once); the tests of a module with a module- or
+    class-scoped fixture in one unit (one worker sets the fixture up once, where tests
+    spread over four workers set it up once on each); every other test a unit of its
+    own. xdist's own loadgroup passes ``xdist_group`` marks as a node-id suffix, which
+    pytest 9.2 no longer keeps (pytest-dev/pytest-xdist#1386), so it would spread them
+    over every worker."""
     if config.getvalue("dist") != "loadgroup":
         return None
     from xdist.scheduler import LoadScopeScheduling
 
+    root = Path(config.rootpath)
+    shared: dict[str, bool] = {}
+
     class OneE2eChain(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            return "e2e" if nodeid.startswith(E2E) else nodeid
+            if nodeid.startswith(E2E):
+                return "e2e"
+            module = nodeid.split("::", 1)[0]
+            if module not in shared:
+                shared[module] = shares_fixtures(root / module)
+            return module if shared[module] else nodeid
 
     return OneE2eChain(config, log)
 
