@@ -47,6 +47,13 @@ def test_nothing_is_certain_before_the_first_completion():
     assert watch.start is None
 
 
+def test_without_a_bound_on_its_gaps_a_run_is_not_watched_for_itl():
+    """A run whose gaps cannot be bounded (no request count) never stops on its ITL."""
+    watch = MissWatch(MissLimits(ttft_s=None, itl_s=0.01, requests=10))
+    done = _out(0.0, ttft=0.01, itl=[1.0] * 50, latency=50.0, success=True)
+    assert watch.check([done], [done], now=60.0) is None and watch.over_itl == 0
+
+
 def test_a_failed_request_is_a_certain_miss():
     watch = MissWatch(MissLimits(ttft_s=None, itl_s=0.05, requests=100, gaps=1000))
     bad = _out(0.0)
@@ -58,7 +65,7 @@ def test_ttft_counts_waiting_requests_but_not_those_sent_before_the_window():
     """Two requests over the TTFT limit make the miss certain for a run of at most 10
     (0.01 x 10 + 2 = 2.1: three needed); one sent before the first completion does not
     count, one still waiting past the limit does."""
-    limits = MissLimits(ttft_s=0.5, itl_s=None, requests=10, gaps=0)
+    limits = MissLimits(ttft_s=0.5, itl_s=None, requests=10)
     watch = MissWatch(limits)
     first = _out(0.0, ttft=0.1, latency=1.0, success=True)        # completes at 1.0
     early = _out(0.5, ttft=2.0)                                    # before the window

@@ -167,7 +167,7 @@ def _miss_limits(load: LoadSpec, slo: SLO | None, time_scale: float) -> MissLimi
         return None
     return MissLimits(*(None if v is None else v / 1000.0
                         for v in (wall.ttft_p99_ms, wall.itl_p99_ms)),
-                      requests=load.num_requests, gaps=0)
+                      requests=load.num_requests)
 
 
 def _plans(base_url: str, model: str, workload: WorkloadSpec, load: LoadSpec,

@@ -43,12 +43,12 @@ def must_exceed(k: int, n_max: int) -> bool:
 class MissLimits:
     """What makes a run's miss certain: the p99 TTFT and ITL limits (wall seconds; None:
     no such SLO) and upper bounds of the run's TTFT samples (``requests``) and ITL
-    samples (``gaps``)."""
+    samples (``gaps``; None: unknown, and the ITL is not watched)."""
 
     ttft_s: float | None
     itl_s: float | None
     requests: int
-    gaps: int
+    gaps: int | None = None
 
 
 @dataclass
@@ -93,7 +93,8 @@ class MissWatch:
         lim = self.limits
         if lim.ttft_s is not None and must_exceed(self.over_ttft, lim.requests):
             return TTFT
-        if lim.itl_s is not None and must_exceed(self.over_itl, lim.gaps):
+        if lim.itl_s is not None and lim.gaps is not None and must_exceed(self.over_itl,
+                                                                          lim.gaps):
             return ITL
         return None
 
@@ -109,7 +110,7 @@ class MissWatch:
 
     def _count_itl(self, out: RequestOutput) -> None:
         limit = self.limits.itl_s
-        if limit is None or out.ttft <= 0:
+        if limit is None or self.limits.gaps is None or out.ttft <= 0:
             return
         seen = self._seen.setdefault(id(out), _Seen())
         if not seen.gaps:
