@@ -60,7 +60,7 @@ def main(db: str, name: str, out: str) -> int:
              f"hits {hits} of {len(starts)} starts. Whole trial (start + warm-up + ladder + "
              f"stop): median {_med(costs)} GPU-minutes (n={len(costs)}).\n\n")
     trials = (head + stats + "| trial | outcome | capacity req/s | tok/s there | p99 ITL ms "
-              "@ reference | verdict | levels (rate:held) | start s | cache | ladder s | "
+              "@ reference | verdict | levels (rate:held, s: stopped on a miss) | start s | cache | ladder s | "
               "flags |\n" + "|---" * 11 + "|\n" + "\n".join(rows) + "\n")
     compare = (head + "Same server, right after the ladder: our client beside `vllm bench "
                "serve --request-rate` at that rate, as many requests each: the clients "
@@ -84,7 +84,8 @@ def _trial_row(number: int, r: Any, curve: Curve | None, ph: dict, ladder_s: flo
         tput = curve.capacity_output_throughput
         cells = (f"{curve.capacity_rps:.2f} | {tput or 0:,.0f} | "
                  f"{'-' if ref is None else f'{ref:.1f}'} | {curve.verdict} | "
-                 + " ".join(f"{lv.offered_rps:.1f}:{'y' if lv.held else 'n'}"
+                 + " ".join(f"{lv.offered_rps:.1f}:"
+                            f"{'y' if lv.held else 's' if lv.stopped_early else 'n'}"
                             for lv in curve.levels))
     start = ph.get("start")
     return (f"| {number} | {r.outcome or r.state} | {cells} | "
