@@ -13,7 +13,8 @@ from tuner.search.front.history import history, moves_of, origin, pending_of
 from tuner.search.front.probes import parents, probe
 from tuner.search.front.settings import PROBES, FrontSettings
 from tuner.spec.study import DEFAULT_OBJECTIVES
-from tuner.testing.told import row, stored
+from tuner.search.front.sampler import claimed
+from tuner.testing.told import row, stored, stored_study
 from tuner.trials.reference import rule_for
 
 SPACE = {"max_num_batched_tokens": IntDistribution(64, 16384, log=True),
@@ -115,3 +116,20 @@ def test_the_probes_also_move_from_a_baseline_in_the_other_mode_until_that_side_
     assert [t.number for t in parents(_history(rows), modes)] == [0, 1]
     beaten = rows + [row(_with(max_num_seqs=64), [900.0, 9.0])]  # prefix caching on
     assert [t.number for t in parents(_history(beaten), modes)] == [0]
+
+
+def test_a_configuration_a_running_trial_already_runs_is_claimed():
+    """Check, then act: another worker's trial may be asked, and its parameters written,
+    between this proposal's history and its claim check; the configuration it runs is
+    held as much as one still being asked, and any other stays free."""
+    held = _with(max_num_seqs=64)
+    study = stored_study(SPACE, [row(DEFAULT, [1000.0, 20.0], baseline="default"),
+                                 row(held, state=TrialState.RUNNING),  # its params written
+                                 row({}, state=TrialState.RUNNING)])   # this proposal's trial
+    mine = study.get_trials(deepcopy=False)[-1]
+    h = _history([row(DEFAULT, [1000.0, 20.0], baseline="default")])
+    assert claimed(SETTINGS, study, mine, {"kind": "model", "params": held}, h)
+    assert not claimed(SETTINGS, study, mine, {"kind": "model", "params": _with(max_num_seqs=32)},
+                       h)
+    assert not claimed(replace(SETTINGS, claim_check=False), study, mine,
+                       {"kind": "model", "params": held}, h)

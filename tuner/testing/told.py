@@ -32,11 +32,17 @@ def row(params: Mapping[str, Any], values: Sequence[float] | None = None, *,
                 system_attrs={} if move is None else {"front:move": dict(move)})
 
 
-def stored(space: Mapping[str, BaseDistribution], rows: Sequence[Mapping[str, Any]],
-           directions: Sequence[str] = DIRECTIONS) -> list[FrozenTrial]:
-    """The rows as an in-memory study stores them (numbered from 0, in order)."""
+def stored_study(space: Mapping[str, BaseDistribution], rows: Sequence[Mapping[str, Any]],
+                 directions: Sequence[str] = DIRECTIONS) -> optuna.Study:
+    """An in-memory study holding the rows (numbered from 0, in order)."""
     study = optuna.create_study(directions=list(directions))
     for r in rows:
         dists = {n: space[n] for n in r["params"]}
         study.add_trial(optuna.trial.create_trial(distributions=dists, **r))
-    return study.get_trials(deepcopy=False)
+    return study
+
+
+def stored(space: Mapping[str, BaseDistribution], rows: Sequence[Mapping[str, Any]],
+           directions: Sequence[str] = DIRECTIONS) -> list[FrozenTrial]:
+    """The rows as an in-memory study stores them (numbered from 0, in order)."""
+    return stored_study(space, rows, directions).get_trials(deepcopy=False)

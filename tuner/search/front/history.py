@@ -81,6 +81,13 @@ def pending_of(trials: Sequence[FrozenTrial], space: Mapping[str, BaseDistributi
     return out
 
 
+def running_of(trials: Sequence[FrozenTrial], space: Mapping[str, BaseDistribution]
+               ) -> list[dict[str, Any]]:
+    """The configurations of the trials running with their parameters written."""
+    return [{n: t.params[n] for n in space} for t in trials
+            if t.state == TrialState.RUNNING and set(space) <= set(t.params)]
+
+
 def probes_held(moves: Sequence[Mapping[str, Any]]) -> set[tuple[Any, Any]]:
     """The probes these moves hold, as (parent trial, probe index)."""
     return {(m.get("parent"), m.get("probe")) for m in moves if m.get("kind") == "probe"}

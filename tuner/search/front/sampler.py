@@ -20,7 +20,8 @@ from optuna.trial import TrialState
 
 from tuner import optuna_adapter
 from tuner.search.front.candidates import unasked
-from tuner.search.front.history import History, history, moves_of, pending_of, probes_held
+from tuner.search.front.history import (History, history, moves_of, pending_of, probes_held,
+                                        running_of)
 from tuner.search.front.proposal import propose
 from tuner.search.front.settings import MOVE, OBJECTIVES, FrontSettings
 
@@ -85,16 +86,18 @@ def serves(settings: FrontSettings, count: int) -> None:
 def claimed(settings: FrontSettings, study, trial, move: Mapping[str, Any],
             h: History) -> bool:
     """Whether another trial holds this proposal: the same probe, or (any move) the same
-    configuration that a trial still being asked proposed (a probe clipped to the space's
-    edge is the same configuration whatever its jitter); never without the rule
-    ``FrontSettings.claim_check``."""
+    configuration that a trial still being asked proposed or a running trial runs (a probe
+    clipped to the space's edge is the same configuration whatever its jitter); never
+    without the rule ``FrontSettings.claim_check``. The running trials count because
+    another worker's trial may have been asked, and its parameters written, between this
+    proposal's history and this check."""
     if not settings.claim_check:
         return False
     others = [t for t in study.get_trials(deepcopy=False) if t.number != trial.number]
     if move["kind"] == "probe" and (move.get("parent"), move.get("probe")) in \
             probes_held(moves_of(others)):
         return True
-    pending = pending_of(others, h.space)
+    pending = pending_of(others, h.space) + running_of(others, h.space)
     return bool(pending) and not unasked(history(settings, [], (), h.space, pending=pending),
                                          settings, move["params"])
 
