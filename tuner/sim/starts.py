@@ -15,11 +15,11 @@ kv_profile, graph_capture, warmup, api_ready). Its inputs are what decides them 
 - the weights' size (the load scales with it) and the CUDA-graph capture sizes (the
   capture scales with their count).
 
-Where it is coarse: one set of constants, from one H100 run with an 8B model and dummy
-weights, serves every GPU profile and model; weights read from disk, a cold machine's
-first start (its engine core's first line came 27-56 s late) and the longer profiling run
+Where it is coarse (docs/simulator.md, "Start", gives the figures): one set of constants,
+from one H100 run with an 8B model and dummy weights, serves every GPU profile and model;
+weights read from disk, a cold machine's late first start and the longer profiling run
 after a miss are not modelled; the warm-up after a miss is charged in full even where
-Inductor's and Triton's caches are warm (the H200 calibration's misses warmed up in 1 s).
+Inductor's and Triton's caches are warm.
 """
 
 from __future__ import annotations
