@@ -29,7 +29,6 @@ def pytest_collection_modifyitems(config, items):
                                  item.get_closest_marker("slow") is None))
 
 
-@pytest.hookimpl(tryfirst=True)
 def shares_fixtures(path: Path) -> bool:
     """Whether the test module at ``path`` declares a module- or class-scoped fixture (a
     server, a ladder, a database set up once for its tests)."""
@@ -37,6 +36,7 @@ def shares_fixtures(path: Path) -> bool:
     return 'scope="module"' in text or 'scope="class"' in text
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_xdist_make_scheduler(config, log):
     """``--dist loadgroup`` as this suite means it: every e2e test in one work unit (one
     worker, one at a time, in collection order, so that they share one vLLM CPU server
