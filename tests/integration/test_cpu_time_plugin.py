@@ -33,10 +33,15 @@ def test_a_childs_cpu_is_charged_to_the_test_that_ran_it(tmp_path):
     assert set(rows) == {"test_child_burns", "test_idle"}
     assert rows["test_child_burns"]["children_s"] >= 0.4
     assert rows["test_idle"]["children_s"] < 0.1
+    burn, idle = rows["test_child_burns"], rows["test_idle"]
+    assert burn["start"] <= burn["end"] <= idle["start"] <= idle["end"]  # one after the other
+    assert burn["end"] - burn["start"] >= 0.4 and burn["worker"] == "main"
     text = summary(list(rows.values()))
     assert text.splitlines()[0].startswith("2 tests: ")
     costliest = text.splitlines()[3]
     assert costliest.endswith("test_child_burns"), text
+    (worker,) = [line for line in text.splitlines() if line.strip().startswith("main ")]
+    assert "2 tests" in worker, text
 
 
 def test_the_summary_reads_a_file_and_refuses_a_bad_one_in_one_line(tmp_path):

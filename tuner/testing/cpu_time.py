@@ -6,17 +6,22 @@
 The plugin appends one JSON line per test to the file: the test's node id, the CPU seconds
 of the process that ran it (``self_s``: the pytest or xdist worker, fixtures included) and
 of the child processes it reaped meanwhile (``children_s``: servers, workers, CLI runs;
-a child that outlives its test counts where it is reaped). Works under pytest-xdist (each
-worker appends whole lines). The summary prints the totals, the costliest tests and the
-costliest files. A measurement tool, never a pass/fail check.
+a child that outlives its test counts where it is reaped), the wall-clock times it began
+and ended (``start``, ``end``: seconds since the epoch) and the xdist worker that ran it
+(``worker``; "main" without xdist). Works under pytest-xdist (each worker appends whole
+lines). The summary prints the totals, the costliest tests and files, and each worker's
+busy time and last end: where the run waited on one worker's tail rather than on the CPU.
+A measurement tool, never a pass/fail check.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import sys
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -37,12 +42,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem):
     path = item.config.getoption("--cpu-time")
-    before = _cpu()
+    before, start = _cpu(), time.time()
     yield
     if path:
         after = _cpu()
         line = json.dumps({"test": item.nodeid, "self_s": round(after[0] - before[0], 3),
-                           "children_s": round(after[1] - before[1], 3)})
+                           "children_s": round(after[1] - before[1], 3),
+                           "start": round(start, 3), "end": round(time.time(), 3),
+                           "worker": os.environ.get("PYTEST_XDIST_WORKER", "main")})
         with open(path, "a", encoding="utf-8") as out:
             out.write(line + "\n")
 
@@ -63,7 +70,26 @@ def summary(rows: list[dict], most: int = 30) -> str:
         files[r["test"].split("::")[0]] += cost(r)
     lines += ["", "costliest files:"]
     lines += [f"  {c:7.1f}  {f}" for f, c in files.most_common(most)]
+    lines += timeline(rows)
     return "\n".join(lines)
+
+
+def timeline(rows: list[dict]) -> list[str]:
+    """Each worker's tests, busy seconds and last end, from the run's first start (lines of
+    text; none for rows without times, as the plugin wrote them before it kept times)."""
+    timed = [r for r in rows if "start" in r and "end" in r]
+    if not timed:
+        return []
+    t0 = min(r["start"] for r in timed)
+    wall = max(r["end"] for r in timed) - t0
+    lines = ["", f"workers (wall {wall:.0f} s from the first test's start):"]
+    for worker in sorted({r.get("worker", "main") for r in timed}):
+        mine = [r for r in timed if r.get("worker", "main") == worker]
+        busy = sum(r["end"] - r["start"] for r in mine)
+        last = max(r["end"] for r in mine) - t0
+        lines.append(f"  {worker:>6}  {len(mine):5d} tests  busy {busy:6.0f} s  "
+                     f"last end {last:6.0f} s")
+    return lines
 
 
 def main(argv: list[str] | None = None) -> int:
