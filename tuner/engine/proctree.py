@@ -68,6 +68,16 @@ def in_group(pgid: int) -> list[int]:
     return pids
 
 
+def started(pid: int) -> int | None:
+    """When ``pid`` started (clock ticks since boot), or None once it is gone: with its pid,
+    a name for one process that a later process given the same pid does not share."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return int(stat[stat.rfind(")") + 2:].split()[19])
+
+
 def cmdline(pid: int) -> list[str]:
     try:
         raw = Path(f"/proc/{pid}/cmdline").read_bytes()

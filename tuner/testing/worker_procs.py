@@ -31,11 +31,16 @@ def default_sigint() -> None:
 
 
 class ServerWatcher:
-    """Polls the process tree below some roots and keeps every server command line seen."""
+    """Polls the process tree below some roots and keeps every server command line seen:
+    ``seen`` by pid, ``servers()`` one per process (by pid and start time, as a busy machine,
+    pid_max 32,768 with thread ids from the same space, may give a later server the pid of
+    an earlier one)."""
 
     def __init__(self, roots: list[int], marker: str = "serve") -> None:
         self.roots, self.marker = roots, marker
         self.seen: dict[int, list[str]] = {}
+        self._runs: dict[tuple[int, int | None], list[str]] = {}
+        self._error: Exception | None = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -48,16 +53,24 @@ class ServerWatcher:
         self._thread.join(timeout=5)
 
     def _run(self) -> None:
-        while not self._stop.wait(0.1):
-            for root in self.roots:
-                for pid in proctree.descendants(root):
-                    if pid not in self.seen:
-                        argv = proctree.cmdline(pid)
-                        if "--port" in argv and self.marker in argv:
-                            self.seen[pid] = argv
+        try:
+            while not self._stop.wait(0.1):
+                for root in self.roots:
+                    for pid in proctree.descendants(root):
+                        key = (pid, proctree.started(pid))
+                        if key not in self._runs:
+                            argv = proctree.cmdline(pid)
+                            if "--port" in argv and self.marker in argv:
+                                self._runs[key] = self.seen[pid] = argv
+        except Exception as e:  # said by servers(): a watcher that stopped saw too little
+            self._error = e
 
     def servers(self) -> list[list[str]]:
-        return list(self.seen.values())
+        """Every server command line seen, one per process; a RuntimeError when the
+        watcher stopped on an error (it would have missed the servers after it)."""
+        if self._error is not None:
+            raise RuntimeError(f"the server watcher stopped: {self._error!r}")
+        return list(self._runs.values())
 
 
 def wait_for(predicate, timeout_s: float, poll_s: float = 0.2):
