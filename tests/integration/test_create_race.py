@@ -2,19 +2,20 @@
 crashed with KeyError: 'tuner.spec' or reported a half-written study. Now the study is
 created, then marked ready, and the others wait for it: four real processes at once, three
 times over, give one study, one "created" and three "exists, unchanged", and the three
-baselines queued once."""
+baselines queued once.
+
+The racing processes are forked from one that imported the CLI (``tuner.testing.cli_race``):
+separate processes with their own connections, released together at the command, without
+paying an interpreter's imports each."""
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import optuna
 
-from tuner.testing.worker_procs import wait_for
+from tuner.testing.cli_race import race
 
 STUDIES = Path(__file__).resolve().parents[2] / "studies"
 
@@ -26,12 +27,8 @@ def test_concurrent_creates_give_one_study_and_one_answer_each(pg_admin, tmp_pat
     shutil.copy(STUDIES / "demo-sim.toml", tmp_path / "race.toml")
     for attempt in range(3):
         with fresh_postgres() as url:
-            procs = [subprocess.Popen([sys.executable, "-m", "tuner", "study", "create",
-                                       str(tmp_path / "race.toml"), "--storage", url],
-                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                      text=True, env=dict(os.environ))
-                     for _ in range(4)]
-            answers = [(p.wait(120), p.stdout.read(), p.stderr.read()) for p in procs]
+            answers = race(["study", "create", tmp_path / "race.toml", "--storage", url], 4,
+                           tmp_path / f"out-{attempt}")
             assert all(code == 0 and err == "" for code, _, err in answers), answers
             verbs = sorted("created" if " created in " in out else
                            "exists" if "exists, unchanged" in out else out
@@ -47,25 +44,13 @@ def test_many_concurrent_creates_on_a_fresh_sqlite_file(tmp_path):
     """Issue 47 case 10: 24 `study create` at once on a new SQLite file: 8 exited 1 with
     "UNIQUE constraint failed: alembic_version..." or "table studies already exists",
     SQLite's words for losing the race to create Optuna's tables. Now each one says
-    "created" or "exists, unchanged", and exactly one says "created"."""
+    "created" or "exists, unchanged", and exactly one says "created". (The processes
+    meet at the new file together: ``race`` releases them after their imports.)"""
     shutil.copytree(STUDIES / "models", tmp_path / "models")
     shutil.copy(STUDIES / "demo-sim.toml", tmp_path / "race.toml")
     url = f"sqlite:///{tmp_path}/fresh.db"
-    go, ready = tmp_path / "go", tmp_path / "ready"
-    ready.mkdir()
-    # Each process imports first, says so, then waits for the same signal: the creates meet
-    # at the new file together (imports alone took each process a different time).
-    start = ("import os, sys, time, pathlib, optuna, tuner.cli\n"
-             f"(pathlib.Path({str(ready)!r}) / str(os.getpid())).touch()\n"
-             f"while not pathlib.Path({str(go)!r}).exists(): time.sleep(0.005)\n"
-             "sys.exit(tuner.cli.main(sys.argv[1:]))")
-    procs = [subprocess.Popen([sys.executable, "-c", start, "study", "create",
-                               str(tmp_path / "race.toml"), "--storage", url],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for _ in range(24)]
-    assert wait_for(lambda: len(list(ready.iterdir())) == len(procs), 300)
-    go.touch()
-    answers = [(p.wait(600), p.stdout.read(), p.stderr.read()) for p in procs]
+    answers = race(["study", "create", tmp_path / "race.toml", "--storage", url], 24,
+                   tmp_path / "out", timeout=600)
     assert [a for a in answers if a[0] != 0 or a[2]] == []
     verbs = sorted("created" if " created in " in out else
                    "exists" if "exists, unchanged" in out else out for _, out, _ in answers)
