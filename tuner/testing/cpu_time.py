@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import resource
 import sys
 import time
@@ -26,6 +25,13 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+
+
+def _worker(config: pytest.Config) -> str:
+    """The xdist worker running this session ("gw0"...), "main" without xdist (read from
+    the session, not from the environment, which a pytest run inside a test inherits)."""
+    workerinput = getattr(config, "workerinput", None)
+    return workerinput["workerid"] if workerinput else "main"
 
 
 def _cpu() -> tuple[float, float]:
@@ -49,7 +55,7 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem):
         line = json.dumps({"test": item.nodeid, "self_s": round(after[0] - before[0], 3),
                            "children_s": round(after[1] - before[1], 3),
                            "start": round(start, 3), "end": round(time.time(), 3),
-                           "worker": os.environ.get("PYTEST_XDIST_WORKER", "main")})
+                           "worker": _worker(item.config)})
         with open(path, "a", encoding="utf-8") as out:
             out.write(line + "\n")
 
