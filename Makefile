@@ -31,7 +31,7 @@ demo: $(STAMP)
 # PYTEST_N tests run at once (pytest-xdist; each worker has its own databases, ports and
 # TUNER_HOME). The e2e tests each start a CPU-heavy vLLM server: one worker runs them all,
 # one at a time, while the others run the rest (tests/conftest.py: the scheduler).
-PYTEST_N ?= 4
+PYTEST_N ?= 6
 PARALLEL = -n $(PYTEST_N) --dist loadgroup
 # Bytecode caches (__pycache__/, ignored by git) are written even where the environment
 # turns them off: otherwise every `tuner` process a test starts compiles the package again,
