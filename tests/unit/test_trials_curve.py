@@ -38,6 +38,15 @@ def test_latency_at_a_rate_interpolates_between_the_bracketing_levels():
     assert CURVE.at("p99_itl_ms", 10.0) == 20.0 and CURVE.at("p99_itl_ms", 20.0) == 60.0
 
 
+def test_latency_at_a_measured_rate_is_that_levels_own_figure_to_the_last_bit():
+    """The reference rate at the top of a bracket (its level failed, the ladder went
+    below it): interpolating to the bracket's end, ``va + (vb - va) x 1``, rounds."""
+    va, vb = 22.76206641210733, 155.5388548701741
+    assert va + (vb - va) * (4.0 - 2.0) / (4.0 - 2.0) != vb  # what interpolation gives
+    curve = Curve(levels=(level(4.0, vb, False), level(2.0, va, True)))
+    assert curve.at("p99_itl_ms", 4.0) == vb and curve.at("p99_itl_ms", 2.0) == va
+
+
 def test_latency_outside_the_measured_range_is_refused():
     assert CURVE.at("p99_itl_ms", 9.99) is None
     assert CURVE.at("p99_itl_ms", 20.01) is None

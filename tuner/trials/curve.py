@@ -121,12 +121,16 @@ class Curve(Part):
         return level.output_throughput
 
     def at(self, metric: str, rate: float) -> float | None:
-        """``metric`` (one of ``LEVEL_FIGURES``) at offered ``rate``, interpolated between
-        the measured levels that bracket it (levels ``stopped_early`` passed over); None
-        outside them or where one lacks it."""
+        """``metric`` (one of ``LEVEL_FIGURES``) at offered ``rate``: a measured level's own
+        figure at its rate, else interpolated between the measured levels that bracket it
+        (levels ``stopped_early`` passed over); None outside them or where one lacks it."""
         if metric not in LEVEL_FIGURES:
             raise ValueError(f"no level figure {metric!r}: use one of {LEVEL_FIGURES}")
         levels = [lv for lv in self.measured if not lv.stopped_early]
+        for lv in levels:  # exactly, not through the interpolation's rounding
+            if lv.offered_rps == rate:
+                value = getattr(lv, metric)
+                return None if value is None else float(value)
         for a, b in zip(levels, levels[1:] or levels):
             lo, hi = a.offered_rps, b.offered_rps
             if lo <= rate <= hi:
