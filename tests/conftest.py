@@ -42,7 +42,7 @@ def pytest_xdist_make_scheduler(config, log):
     worker, one at a time, in collection order, so that they share one vLLM CPU server
     and never run two servers at once); the tests of a module with a module- or
     class-scoped fixture in one unit (one worker sets the fixture up once, where tests
-    spread over four workers set it up once on each); every other test a unit of its
+    spread over the workers set it up once on each); every other test a unit of its
     own. xdist's own loadgroup passes ``xdist_group`` marks as a node-id suffix, which
     pytest 9.2 no longer keeps (pytest-dev/pytest-xdist#1386), so it would spread them
     over every worker."""
