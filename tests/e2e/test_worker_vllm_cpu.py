@@ -99,7 +99,7 @@ def test_two_trials_on_real_vllm(vllm_cpu_python, vllm_cpu_env, tiny_model_dir, 
     done = [t for t in trials if t.state == TrialState.COMPLETE]
     assert len(done) == 2, [(t.state, t.user_attrs.get("failure")) for t in trials]
     servers = watcher.servers()
-    assert done[0].user_attrs["command"] != done[1].user_attrs["command"]  # its own flags
+    assert done[0].user_attrs["launch"] != done[1].user_attrs["launch"]  # its own flags
     for t in done:
         argv = t.user_attrs["command"]
         assert argv in servers  # the process that ran had exactly these flags

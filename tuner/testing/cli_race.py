@@ -19,7 +19,7 @@ from pathlib import Path
 
 # argv: N OUTDIR ARGV...; prints the children's exit codes (JSON), in fork order.
 RACER = r'''
-import json, os, sys
+import json, os, sys, traceback
 from tuner.cli import build_parser, main
 
 n, out, argv = int(sys.argv[1]), sys.argv[2], sys.argv[3:]
@@ -37,10 +37,11 @@ for i in range(n):
         code = 1
         try:
             os.read(gate, 1)
-            try:
-                code = main(argv) or 0
-            except SystemExit as e:
-                code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+            code = main(argv) or 0
+        except SystemExit as e:
+            code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+        except BaseException:
+            traceback.print_exc()  # in its .err file, as an interpreter would say it
         finally:
             sys.stdout.flush(); sys.stderr.flush()
             os._exit(code)

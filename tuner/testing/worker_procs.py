@@ -58,7 +58,7 @@ class ServerWatcher:
                 for root in self.roots:
                     for pid in proctree.descendants(root):
                         key = (pid, proctree.started(pid))
-                        if key not in self._runs:
+                        if key[1] is not None and key not in self._runs:  # None: gone
                             argv = proctree.cmdline(pid)
                             if "--port" in argv and self.marker in argv:
                                 self._runs[key] = self.seen[pid] = argv
