@@ -2,8 +2,8 @@
 
 A race test needs separate processes (each its own connections, its own view of a file or
 database) that reach the contested step at the same moment; it does not need each of them
-to import Python, SQLAlchemy and Optuna again, which costs about a CPU-second a process on
-a small machine and spreads their arrival over seconds. ``race`` starts one Python process
+to import Python, SQLAlchemy and Optuna again, which is most of the CPU such a process
+spends and spreads their arrival over seconds. ``race`` starts one Python process
 (``RACER``, run as ``python -c``, as ``start_worker`` runs ``python -m tuner``) that builds
 the command's parser once (importing what the command imports), forks ``n`` children and
 releases them together through a pipe: each runs ``tuner ARGV`` (``tuner.cli.main``) with

@@ -32,9 +32,9 @@ def default_sigint() -> None:
 
 class ServerWatcher:
     """Polls the process tree below some roots and keeps every server command line seen:
-    ``seen`` by pid, ``servers()`` one per process (by pid and start time, as a busy machine,
-    pid_max 32,768 with thread ids from the same space, may give a later server the pid of
-    an earlier one)."""
+    ``seen`` by pid, ``servers()`` one per process (by pid and start time, as a busy machine
+    with a small pid_max, thread ids drawn from the same space, may give a later server the
+    pid of an earlier one)."""
 
     def __init__(self, roots: list[int], marker: str = "serve") -> None:
         self.roots, self.marker = roots, marker
