@@ -19,18 +19,22 @@ def terminate_with_parent() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
+def _stat(pid: int | str) -> list[str] | None:
+    """The fields of ``/proc/PID/stat`` after the command (state, ppid, ...; field 3 of
+    proc(5) first), or None once the process is gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    # the command may hold spaces and parentheses: split after the last ')'
+    return stat[stat.rfind(")") + 2:].split()
+
+
 def _ppid_map() -> dict[int, int]:
     out = {}
     for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        # the command may hold spaces and parentheses: split after the last ')'
-        fields = stat[stat.rfind(")") + 2:].split()
-        out[int(entry.name)] = int(fields[1])
+        if entry.name.isdigit() and (fields := _stat(entry.name)) is not None:
+            out[int(entry.name)] = int(fields[1])
     return out
 
 
@@ -49,11 +53,8 @@ def descendants(pid: int) -> list[int]:
 
 def alive(pid: int) -> bool:
     """True while ``pid`` exists and is not a zombie."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return state[state.rfind(")") + 2:].split()[0] != "Z"
+    fields = _stat(pid)
+    return fields is not None and fields[0] != "Z"
 
 
 def in_group(pgid: int) -> list[int]:
@@ -71,11 +72,8 @@ def in_group(pgid: int) -> list[int]:
 def started(pid: int) -> int | None:
     """When ``pid`` started (clock ticks since boot), or None once it is gone: with its pid,
     a name for one process that a later process given the same pid does not share."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return int(stat[stat.rfind(")") + 2:].split()[19])
+    fields = _stat(pid)
+    return None if fields is None else int(fields[19])
 
 
 def cmdline(pid: int) -> list[str]:
