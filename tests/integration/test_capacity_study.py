@@ -13,6 +13,7 @@ from tuner.testing.worker_procs import start_worker
 from tuner.storage import create_study, load_study_file
 from tuner.trials import record
 from tuner.trials.curve import Curve
+from tuner.testing.cli_fork import run_tuner
 
 CAPACITY = '''
 [[objectives]]
@@ -77,11 +78,7 @@ def test_a_capacity_study_tells_capacity_and_keeps_each_trials_curve(storage_url
 
 def _tuner(*args, home):
     import os
-    import subprocess
-    import sys
-    return subprocess.run([sys.executable, "-m", "tuner", *map(str, args)],
-                          capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "TUNER_HOME": str(home)})
+    return run_tuner(args, timeout=120, env={**os.environ, "TUNER_HOME": str(home)})
 
 
 def _best_answers_from_the_stored_curves(url, run_cli):

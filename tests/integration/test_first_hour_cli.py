@@ -13,6 +13,8 @@ import sys
 
 from sqlalchemy.engine import make_url
 
+from tuner.testing.cli_fork import run_tuner
+
 SIM = '''
 [model]
 path = "models/llama3-8b"
@@ -35,9 +37,7 @@ start_timeout_s = 60
 
 
 def tuner(env: dict, cwd, *args: str, timeout: float = 240) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "tuner", *map(str, args)], env=env, cwd=cwd,
-                          capture_output=True, text=True, timeout=timeout,
-                          stdin=subprocess.DEVNULL)
+    return run_tuner(args, env=env, cwd=cwd, timeout=timeout)
 
 
 def _env(tmp_path) -> dict:

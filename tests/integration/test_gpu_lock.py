@@ -19,6 +19,7 @@ from tuner.engine.gpulock import GpuBusyError
 from tuner.service.launch import launch
 from tuner.service.workers import views
 from tuner.storage import create_study, load_study_file, open_study
+from tuner.testing.cli_fork import run_tuner
 from tuner.testing.worker_procs import start_worker, stop, wait_for
 
 STUDY = '''
@@ -118,8 +119,7 @@ def test_a_worker_of_another_study_is_refused_naming_the_holder(study_file, tmp_
 @pytest.mark.parametrize("gpus", ["-1", "99999999999999999999", "64"])
 @pytest.mark.parametrize("command", ["worker", "launch"])
 def test_gpu_ids_outside_the_host_are_refused(command, gpus, tmp_path):
-    out = subprocess.run([sys.executable, "-m", "tuner", command, "s", "--gpus", gpus,
-                          "--storage", f"sqlite:///{tmp_path}/t.db"], capture_output=True,
-                         text=True, timeout=60, env={**os.environ, "TUNER_HOME": str(tmp_path)})
+    out = run_tuner([command, "s", "--gpus", gpus, "--storage", f"sqlite:///{tmp_path}/t.db"],
+                    timeout=60, env={**os.environ, "TUNER_HOME": str(tmp_path)})
     lines = out.stderr.strip().splitlines()
     assert out.returncode == 2 and len(lines) == 1 and "no such GPU" in lines[0], lines

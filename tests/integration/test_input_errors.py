@@ -7,8 +7,6 @@ from __future__ import annotations
 import os
 import shutil
 import socket
-import subprocess
-import sys
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -17,14 +15,13 @@ import pytest
 
 from tuner.testing.api_procs import api_process
 from tuner.testing.studies import make_study
+from tuner.testing.cli_fork import run_tuner
 
 STUDIES = Path(__file__).resolve().parents[2] / "studies"
 
 
 def tuner(*args, env=None, timeout=60) -> tuple[int, list[str]]:
-    out = subprocess.run([sys.executable, "-m", "tuner", *map(str, args)],
-                         capture_output=True, text=True, timeout=timeout,
-                         env={**os.environ, **(env or {})})
+    out = run_tuner(args, timeout=timeout, env={**os.environ, **(env or {})})
     return out.returncode, out.stderr.strip().splitlines()
 
 

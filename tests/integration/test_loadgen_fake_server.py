@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -14,6 +13,7 @@ from tuner.errors import UsageError
 from tuner.loadgen import SLO, LoadSpec, WorkloadSpec, dispatch, run_benchmark
 from tuner.loadgen.arrivals import arrivals_within
 from tuner.loadgen.workloads import take
+from tuner.testing.cli_fork import run_tuner
 from tuner.testing.fake_server import FakeScript, FakeServer
 
 pytestmark = pytest.mark.integration
@@ -144,8 +144,7 @@ def test_noise_and_client_view_are_reported(server):
 
 
 def _tuner(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "tuner", "bench", *args],
-                          capture_output=True, text=True, timeout=120)
+    return run_tuner(["bench", *args], timeout=120)
 
 
 def test_cli_runs_alone_against_a_server_and_writes_json(server, tmp_path):

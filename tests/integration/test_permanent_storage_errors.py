@@ -3,8 +3,6 @@ or folder, a full disk. Real SQLite, real `tuner` processes: exit 1 with one lin
 never "storage unreachable, retrying" for the whole retry budget."""
 
 import os
-import subprocess
-import sys
 
 import pytest
 import sqlalchemy
@@ -13,6 +11,7 @@ from tuner.errors import StorageError, StorageUnreachable
 from tuner.storage import create_study, load_study_file
 from tuner.storage.outage import retrying, transient
 from tuner.testing.readonly import read_only
+from tuner.testing.cli_fork import run_tuner
 
 ENDS_WITHIN_S = 120  # without the fix a worker retries for six hours
 
@@ -33,9 +32,7 @@ kind = "sim"
 
 
 def _tuner(*args, home):
-    return subprocess.run([sys.executable, "-m", "tuner", *map(str, args)],
-                          capture_output=True, text=True, timeout=ENDS_WITHIN_S,
-                          env={**os.environ, "TUNER_HOME": str(home)})
+    return run_tuner(args, timeout=ENDS_WITHIN_S, env={**os.environ, "TUNER_HOME": str(home)})
 
 
 def _last_line(done) -> str:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 
 import pytest
 from optuna.trial import TrialState
@@ -19,6 +18,7 @@ from tuner.storage import create_study, load_study_file, open_study
 from tuner.testing.worker_procs import ServerWatcher, wait_for
 from tuner.trials import record
 from tuner.trials import load_records
+from tuner.testing.cli_fork import run_tuner
 
 SIM = '''
 [model]
@@ -52,9 +52,7 @@ def setup(study_file, tmp_path, name, n=24, trials=8, scale=10, search=""):
 
 
 def tuner(env, *args, timeout=240) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "tuner", *map(str, args)], env=env,
-                          capture_output=True, text=True, timeout=timeout,
-                          stdin=subprocess.DEVNULL)
+    return run_tuner(args, env=env, timeout=timeout)
 
 
 def workers(url, name):

@@ -5,8 +5,6 @@ and still ends within seconds on SIGTERM."""
 
 import os
 import signal
-import subprocess
-import sys
 import time
 
 import pytest
@@ -16,6 +14,7 @@ from tuner.storage import create_study, load_study_file, open_study
 from tuner.testing.databases import fresh_postgres
 from tuner.testing.silent_db import SilentDatabase
 from tuner.testing.worker_procs import start_worker, wait_for
+from tuner.testing.cli_fork import run_tuner
 
 # Generous: the tests share two cores with other work; without the fix they never end.
 ENDS_WITHIN_S = 120
@@ -44,9 +43,7 @@ start_timeout_s = 30
 
 
 def _tuner(*args, env=None):
-    return subprocess.run([sys.executable, "-m", "tuner", *map(str, args)],
-                          capture_output=True, text=True, timeout=ENDS_WITHIN_S,
-                          env={**os.environ, **FAST, **(env or {})})
+    return run_tuner(args, timeout=ENDS_WITHIN_S, env={**os.environ, **FAST, **(env or {})})
 
 
 def _one_line(stderr: str) -> str:

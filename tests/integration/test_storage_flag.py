@@ -8,20 +8,17 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from tuner.testing.cli_fork import run_tuner
 import sqlalchemy
 
 STUDIES = Path(__file__).resolve().parents[2] / "studies"
 
 
 def tuner(*args, cwd: Path, home: Path) -> tuple[int, str, list[str]]:
-    out = subprocess.run([sys.executable, "-m", "tuner", *map(str, args)], cwd=cwd,
-                         capture_output=True, text=True, timeout=120,
-                         env={**os.environ, "TUNER_HOME": str(home)})
+    out = run_tuner(args, cwd=cwd, timeout=120, env={**os.environ, "TUNER_HOME": str(home)})
     return out.returncode, out.stdout, out.stderr.strip().splitlines()
 
 

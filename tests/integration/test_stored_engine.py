@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import os
 import shlex
-import subprocess
-import sys
 
 import optuna
 
 from tuner.storage import create_study, load_study_file
 from tuner.storage.studies import SPEC
+from tuner.testing.cli_fork import run_tuner
 
 STUDY = '''
 [model]
@@ -29,9 +28,8 @@ start_timeout_s = 20
 
 
 def worker(name, url, home, *extra, env=None) -> tuple[int, list[str]]:
-    out = subprocess.run([sys.executable, "-m", "tuner", "worker", name, "--storage", url,
-                          "--gpus", "0", *extra], capture_output=True, text=True, timeout=120,
-                         env={**os.environ, "TUNER_HOME": str(home), **(env or {})})
+    out = run_tuner(["worker", name, "--storage", url, "--gpus", "0", *extra], timeout=120,
+                    env={**os.environ, "TUNER_HOME": str(home), **(env or {})})
     return out.returncode, out.stderr.strip().splitlines()
 
 

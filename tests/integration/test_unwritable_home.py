@@ -3,13 +3,12 @@ and no trial left RUNNING. A folder is blocked by a regular file of its name, wh
 refuses `mkdir` also to root."""
 
 import os
-import subprocess
-import sys
 
 import pytest
 from optuna.trial import TrialState
 
 from tuner.storage import create_study, load_study_file, open_study
+from tuner.testing.cli_fork import run_tuner
 
 ENDS_WITHIN_S = 120
 
@@ -30,9 +29,7 @@ kind = "sim"
 
 
 def _tuner(*args, home):
-    return subprocess.run([sys.executable, "-m", "tuner", *map(str, args)],
-                          capture_output=True, text=True, timeout=ENDS_WITHIN_S,
-                          env={**os.environ, "TUNER_HOME": str(home)})
+    return run_tuner(args, timeout=ENDS_WITHIN_S, env={**os.environ, "TUNER_HOME": str(home)})
 
 
 def _one_line(done) -> str:

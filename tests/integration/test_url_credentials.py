@@ -9,22 +9,20 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tuner.storage.database import mask
 from tuner.testing.worker_procs import wait_for
+from tuner.testing.cli_fork import run_tuner
 
 STUDIES = Path(__file__).resolve().parents[2] / "studies"
 SECRETS = ("UserInfoSecret1", "QuerySecret2", "SslSecret3")
 
 
 def _tuner(*args, home: Path, timeout: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "tuner", *map(str, args)],
-                          capture_output=True, text=True, timeout=timeout,
-                          env={**os.environ, "TUNER_HOME": str(home)})
+    return run_tuner(args, timeout=timeout, env={**os.environ, "TUNER_HOME": str(home)})
 
 
 def test_no_password_of_the_url_is_printed_or_logged(pg_admin, tmp_path):

@@ -9,7 +9,8 @@ import sys
 
 import pytest
 
-from tuner.testing.worker_procs import default_sigint, interrupt, stop, wait_for
+from tuner.testing.cli_fork import default_sigint
+from tuner.testing.worker_procs import interrupt, stop, wait_for
 
 # Ignores Ctrl-C and SIGTERM, and answers SIGUSR1 with its stack, as a stuck worker would
 STUCK = """

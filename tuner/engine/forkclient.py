@@ -38,14 +38,15 @@ class ForkServer:
     """One running ``forkserver.py``: its process, the socket and its ready message."""
 
     def __init__(self, python: str, module: str, env: Mapping[str, str], log_path: Path,
-                 timeout_s: float = READY_TIMEOUT_S) -> None:
+                 timeout_s: float = READY_TIMEOUT_S, also: Sequence[str] = ()) -> None:
         self.python, self.module, self.env = python, module, dict(env)
         self.lock = threading.Lock()
         ours, theirs = socket.socketpair()
         try:
             with open(log_path, "ab") as out:
                 self.proc = subprocess.Popen(
-                    [python, str(SCRIPT), "--fd", str(theirs.fileno()), "--module", module],
+                    [python, str(SCRIPT), "--fd", str(theirs.fileno()), "--module", module,
+                     *(a for name in also for a in ("--also", name))],
                     stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                     env=self.env, pass_fds=(theirs.fileno(),), start_new_session=True,
                     preexec_fn=proctree.terminate_with_parent)

@@ -3,7 +3,8 @@
 Started by ``tuner.engine.preimport`` as ``ENGINE_PYTHON forkserver.py --fd N --module M``
 (this file by path, so it needs nothing but the standard library; tuner is not installed
 in the engine's Python). It imports ``M`` (vLLM's API server module, and with it torch)
-once, without touching CUDA, then forks one child per request. A child runs
+once, without touching CUDA, then forks one child per request. ``--also A`` (repeatable)
+imports ``A`` first, with the same recording: what ``M`` imports only when it runs. A child runs
 ``python -m M ARGS`` as a fresh process would: its own session and process group, its
 environment replaced by the trial's, stdin from /dev/null, stdout and stderr to the trial's
 log, ``sys.argv`` set and ``M`` executed as ``__main__`` (``runpy``), exiting through the
@@ -16,7 +17,8 @@ request, in order.
                     "env_written": {NAME: VALUE|null}, "env_listed": bool,
                     "cuda_initialized": false, "threads": 1}
                    or {"error": "..."} and exit 1 (e.g. CUDA was initialised by the import)
-    <- {"op": "start", "argv": [...], "env": {...}, "log": PATH, "cwd": DIR}
+    <- {"op": "start", "argv": [...], "env": {...}, "log": PATH, "cwd": DIR,
+        "stderr": PATH}   (optional: stderr apart from the log, which then gets stdout)
     -> {"pid": CHILD} or {"error": "..."}
     <- {"op": "poll", "pid": CHILD}
     -> {"code": null}  while it runs, else its exit code (negative: killed by that signal)
@@ -71,13 +73,15 @@ class _RecordingEnviron(os._Environ):
         return super().__iter__()
 
 
-def preimport(module: str) -> dict:
-    """Import ``module`` with env reads recorded; the ready message (or an error)."""
+def preimport(module: str, also: tuple[str, ...] = ()) -> dict:
+    """Import ``also``, then ``module``, with env reads recorded; the ready message (or an
+    error)."""
     before = dict(os.environ)
     recorder = _RecordingEnviron(os.environ)
     os.environ = recorder  # os.getenv and `from os import environ` see it from now on
     t0 = time.monotonic()
-    importlib.import_module(module)
+    for name in (*also, module):
+        importlib.import_module(name)
     import_s = time.monotonic() - t0
     torch = sys.modules.get("torch")
     cuda = bool(torch is not None and torch.cuda.is_initialized())
@@ -152,12 +156,14 @@ def become_trial(request: dict, supervisor: Supervisor) -> None:
     if sys.platform.startswith("linux"):
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
     null = os.open(os.devnull, os.O_RDONLY)
-    log = os.open(request["log"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT
+    log = os.open(request["log"], flags, 0o644)
+    err = os.open(request["stderr"], flags, 0o644) if request.get("stderr") else log
     os.dup2(null, 0)
     os.dup2(log, 1)
-    os.dup2(log, 2)
-    os.close(null)
-    os.close(log)
+    os.dup2(err, 2)
+    for fd in {null, log, err}:
+        os.close(fd)
     if request.get("cwd"):
         os.chdir(request["cwd"])
     # the trial's environment, then what the import set in the supervisor's (vLLM sets
@@ -171,8 +177,10 @@ def become_trial(request: dict, supervisor: Supervisor) -> None:
             os.environ[name] = value
     argv = list(request["argv"])
     # `python -m M` runs M as __main__, a module apart from the imported M: drop the
-    # imported copy so that runpy does the same (its dependencies stay imported).
-    sys.modules.pop(module, None)
+    # imported copy so that runpy does the same (its dependencies stay imported). For a
+    # package, `-m` runs its __main__ and keeps the package itself.
+    imported = sys.modules.get(module)
+    sys.modules.pop(f"{module}.__main__" if hasattr(imported, "__path__") else module, None)
     sys.argv = [argv[0], *argv[3:]]
     try:
         runpy.run_module(module, run_name="__main__", alter_sys=True)
@@ -189,13 +197,14 @@ def main() -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--fd", type=int, required=True)
     p.add_argument("--module", required=True)
+    p.add_argument("--also", action="append", default=[])
     args = p.parse_args()
     # Run as a file, Python put this folder first on sys.path; `python -m` puts the cwd.
     sys.path[0] = os.getcwd()
     sock = socket.socket(fileno=args.fd)
     supervisor = Supervisor(sock, args.module)
     try:
-        ready = preimport(args.module)
+        ready = preimport(args.module, tuple(args.also))
     except BaseException as e:  # the engine's import failed: say so and stop
         supervisor.send({"error": f"importing {args.module} failed: {e!r}"})
         return 1

@@ -6,28 +6,22 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
 
 from tuner.engine import proctree
+from tuner.testing.cli_fork import ForkedTuner, start_tuner
 
 
 def start_worker(study: str, storage: str, gpus: str = "0", *extra: str,
-                 env: dict | None = None, log: Path | None = None) -> subprocess.Popen:
-    out = open(log, "ab") if log else subprocess.DEVNULL
-    return subprocess.Popen(
-        [sys.executable, "-m", "tuner", "worker", study, "--storage", storage, "--gpus", gpus,
-         *extra], stdout=out, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})},
-        start_new_session=True, preexec_fn=default_sigint)
-
-
-def default_sigint() -> None:
-    """A worker answers Ctrl-C whatever the test process does with it: an ignored SIGINT
-    (as something in the full suite leaves it) is inherited across exec, and Python then
-    never turns SIGINT into KeyboardInterrupt."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
+                 env: dict | None = None,
+                 log: Path | None = None) -> ForkedTuner | subprocess.Popen:
+    """`tuner worker STUDY --storage STORAGE --gpus GPUS EXTRA...` in its own session, with
+    this process's environment and ``env`` over it, its output (both streams) appended to
+    ``log`` (default: discarded); as ``cli_fork.start_tuner`` starts it."""
+    return start_tuner(["worker", study, "--storage", storage, "--gpus", gpus, *extra],
+                       env={**os.environ, **(env or {})}, stdout=log or os.devnull)
 
 
 class ServerWatcher:
