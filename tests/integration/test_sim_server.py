@@ -164,8 +164,9 @@ def bench(model_dir: Path, flags: list[str], workload: WorkloadSpec, concurrency
           n: int = 64) -> dict:
     """One run of the real load generator; skips when the host cannot keep real time (the
     measurement would then describe the machine's load, not the modelled engine). Beside
-    the client's figures, ``trace_p90_itl_ms``: the p90 ITL of the tokens' modelled due
-    times (``--sim-trace``), which a client starved by a busy host does not move."""
+    the client's figures, ``trace_p90_itl_ms`` and ``trace_median_itl_ms``: the ITL of the
+    tokens' modelled due times (``--sim-trace``), which a client starved by a busy host does
+    not move."""
     with server(model_dir, "--sim-trace", *flags) as (url, _):
         result = asyncio.run(run_benchmark(
             url, str(model_dir), workload,
@@ -177,9 +178,11 @@ def bench(model_dir: Path, flags: list[str], workload: WorkloadSpec, concurrency
     if late > 0.75:
         pytest.skip(f"host too busy to keep real time ({late:.0%} of steps late, client: "
                     f"{result.invalid_reason}); the offline tests cover the law")
-    gaps = [b - a for r in trace["requests"] for a, b in zip(r["due"], r["due"][1:])]
+    gaps = np.array([b - a for r in trace["requests"] for a, b in zip(r["due"], r["due"][1:])])
+    gaps_ms = gaps * trace["time_scale"] * 1000
     return {**result.metrics, **{f"server_{k}": v for k, v in result.server.items()},
-            "trace_p90_itl_ms": float(np.percentile(gaps, 90)) * trace["time_scale"] * 1000}
+            "trace_p90_itl_ms": float(np.percentile(gaps_ms, 90)),
+            "trace_median_itl_ms": float(np.median(gaps_ms))}
 
 
 MIXED = WorkloadSpec(kind="random", input_len=1024, output_len=64, range_ratio=0.5,
@@ -207,10 +210,13 @@ def test_prefix_caching_raises_throughput_on_shared_prefixes_only(model_dir):
     assert on.get("server_prefix_cache_hits", 1) > 0
     rnd_on = bench(model_dir, common + ["--enable-prefix-caching"], MIXED)
     rnd_off = bench(model_dir, common + ["--no-enable-prefix-caching"], MIXED)
-    # Random prompts share no block: no hits, and the same throughput up to wall-clock noise
-    # (the offline evaluator shows it is exactly the same: tests/unit/test_sim_grid.py).
+    # Random prompts share no block: no hits, and the same decode steps (the offline
+    # evaluator shows the same throughput exactly: tests/unit/test_sim_grid.py). Read from
+    # the modelled token times: beside a busy loop the client's throughput measured the
+    # host (1,087 against 769 tok/s on one such run).
     assert rnd_on["server_prefix_cache_hits"] == 0
-    assert rnd_on["output_throughput"] == pytest.approx(rnd_off["output_throughput"], rel=0.25)
+    assert rnd_on["trace_median_itl_ms"] == pytest.approx(rnd_off["trace_median_itl_ms"],
+                                                          rel=0.1)
 
 
 def test_enforce_eager_slows_decode_steps(model_dir):
