@@ -208,8 +208,9 @@ def trace_figures(requests: list[dict[str, Any]], scale: float) -> dict[str, flo
     time): the model's figures without the client's or the server's CPU delays."""
     import numpy as np
 
-    ttfts = [(r["due"][0] - r["submitted"]) * scale * 1000 for r in requests if r["due"]]
-    itls = [b * scale * 1000 for r in requests for b in np.diff(r["due"])]
+    from tuner.testing.sim_trace import trace_itls_ms, trace_ttfts_ms
+
+    ttfts, itls = trace_ttfts_ms(requests, scale), trace_itls_ms(requests, scale)
     pick = lambda xs, q: float(np.percentile(xs, q)) if xs else math.nan  # noqa: E731
     return {"p99_itl_ms": pick(itls, 99), "median_itl_ms": pick(itls, 50),
             "p99_ttft_ms": pick(ttfts, 99), "median_ttft_ms": pick(ttfts, 50)}

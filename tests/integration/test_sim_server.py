@@ -21,6 +21,7 @@ import pytest
 
 from tuner.loadgen import LoadSpec, WorkloadSpec, run_benchmark
 from tuner.loadgen.trace import read_trace
+from tuner.testing.sim_trace import trace_itls_ms
 from tuner.testing.sim_server import LLAMA3_8B, free_port, stop
 
 pytestmark = pytest.mark.integration
@@ -178,8 +179,7 @@ def bench(model_dir: Path, flags: list[str], workload: WorkloadSpec, concurrency
     if late > 0.75:
         pytest.skip(f"host too busy to keep real time ({late:.0%} of steps late, client: "
                     f"{result.invalid_reason}); the offline tests cover the law")
-    gaps = np.array([b - a for r in trace["requests"] for a, b in zip(r["due"], r["due"][1:])])
-    gaps_ms = gaps * trace["time_scale"] * 1000
+    gaps_ms = trace_itls_ms(trace["requests"], trace["time_scale"])
     return {**result.metrics, **{f"server_{k}": v for k, v in result.server.items()},
             "trace_p90_itl_ms": float(np.percentile(gaps_ms, 90)),
             "trace_median_itl_ms": float(np.median(gaps_ms))}
