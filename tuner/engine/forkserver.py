@@ -4,11 +4,11 @@ Started by ``tuner.engine.preimport`` as ``ENGINE_PYTHON forkserver.py --fd N --
 (this file by path, so it needs nothing but the standard library; tuner is not installed
 in the engine's Python). It imports ``M`` (vLLM's API server module, and with it torch)
 once, without touching CUDA, then forks one child per request. ``--also A`` (repeatable)
-imports ``A`` first, with the same recording: what ``M`` imports only when it runs. A child runs
-``python -m M ARGS`` as a fresh process would: its own session and process group, its
-environment replaced by the trial's, stdin from /dev/null, stdout and stderr to the trial's
-log, ``sys.argv`` set and ``M`` executed as ``__main__`` (``runpy``), exiting through the
-interpreter's normal shutdown.
+imports ``A`` first, with the same recording: what ``M`` imports only when it runs. A
+child runs ``python -m M ARGS`` as a fresh process would: its own session and process
+group, its environment replaced by the trial's, stdin from /dev/null, stdout and stderr to
+the trial's log, its working folder first on ``sys.path``, ``sys.argv`` set and ``M``
+executed as ``__main__`` (``runpy``), exiting through the interpreter's normal shutdown.
 
 Protocol: one JSON object per line on the socket ``--fd`` (both ways), one reply per
 request, in order.
@@ -166,6 +166,7 @@ def become_trial(request: dict, supervisor: Supervisor) -> None:
         os.close(fd)
     if request.get("cwd"):
         os.chdir(request["cwd"])
+    sys.path[0] = os.getcwd()  # as `python -m` puts it
     # the trial's environment, then what the import set in the supervisor's (vLLM sets
     # e.g. TORCHINDUCTOR_COMPILE_THREADS when imported, in a plain start too)
     os.environ.clear()

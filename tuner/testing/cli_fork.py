@@ -9,11 +9,12 @@ its own process, session, working folder and whole environment, stdin from /dev/
 stdout and stderr in files of their own, exiting through the interpreter's shutdown.
 
 It runs a plain ``python -m tuner`` instead, as ``subprocess.run`` would, when the fork
-could differ from one: the environment differs from the supervisor's in any name outside
-``MAY_DIFFER``, or the supervisor is gone. tuner reads its own settings when a command runs,
-never at import (``tuner.settings``), while the imports read other names (tqdm reads the
-whole environment), so only ``TUNER_*`` may differ. Tests about the entry point itself,
-signals or stdin start their own process.
+could differ from one: the environment differs from the supervisor's in a name outside
+``MAY_DIFFER``, the caller is not the main thread, or the supervisor is gone. tuner reads
+its own settings when a command runs, never at import (``tuner.settings``), while the
+imports read other names (tqdm reads the whole environment), so only ``TUNER_*`` and
+pytest's name of the running test may differ. Tests about the entry point itself, stdin or
+a process's limits start their own process.
 """
 
 from __future__ import annotations
