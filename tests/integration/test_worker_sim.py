@@ -203,8 +203,10 @@ def test_four_workers_share_one_postgres_study(pg_admin, study_file, tmp_path):
 def test_a_running_worker_honours_a_budget_raised_meanwhile(storage_url, study_file, tmp_path):
     """`tuner study create` may raise a stored study's budget while its workers run; a
     running worker reads the stored budget before each trial, so it runs the new one."""
-    # a slow simulator (a fifth of real time): the first trial outlasts the create below
-    spec = sim_study(study_file, storage_url, name="raise", trials=1, scale=0.2)
+    # a slow simulator (a tenth of real time): the first trial outlasts the create below,
+    # also on a loaded host (at a fifth, beside a busy loop in the whole suite, the 7 s
+    # trial once ended before the create had written)
+    spec = sim_study(study_file, storage_url, name="raise", trials=1, scale=0.1)
     proc = start_worker("raise", storage_url, "0", env={"TUNER_HOME": str(tmp_path)},
                         log=tmp_path / "worker.log")
     try:
