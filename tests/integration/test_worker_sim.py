@@ -204,8 +204,7 @@ def test_a_running_worker_honours_a_budget_raised_meanwhile(storage_url, study_f
     """`tuner study create` may raise a stored study's budget while its workers run; a
     running worker reads the stored budget before each trial, so it runs the new one."""
     # a slow simulator (a tenth of real time): the first trial outlasts the create below,
-    # also on a loaded host (at a fifth, beside a busy loop in the whole suite, the 7 s
-    # trial once ended before the create had written)
+    # also on a loaded host (at a fifth, beside a busy loop, it once ended first)
     spec = sim_study(study_file, storage_url, name="raise", trials=1, scale=0.1)
     proc = start_worker("raise", storage_url, "0", env={"TUNER_HOME": str(tmp_path)},
                         log=tmp_path / "worker.log")
