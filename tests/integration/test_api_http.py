@@ -123,6 +123,10 @@ def test_answers_while_a_worker_writes_to_the_study(study_file, tmp_path, run_cl
             answers += 1
             time.sleep(0.2)
         assert worker.returncode == 0, (tmp_path / "worker.log").read_text()[-2000:]
+        status, _, body = get(f"{base}/studies/live")
+        assert status == 200 and json.loads(body)["counted"] == 4, body
     assert answers >= 10
-    assert len({c for c, _ in seen}) >= 3  # it saw the study grow
+    # It saw the study grow while the worker wrote. How many of the four
+    # counts a poll catches depends on the machine's load, so two suffice.
+    assert len({c for c, _ in seen}) >= 2, seen
     assert any(live == 1 for _, live in seen)
