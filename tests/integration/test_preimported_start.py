@@ -5,6 +5,8 @@ a real supervisor, real HTTP on loopback."""
 from __future__ import annotations
 
 import logging
+import os
+import re
 import sys
 from pathlib import Path
 
@@ -15,7 +17,7 @@ from tuner.engine.command import Launch
 from tuner.engine.forkclient import ForkedProcess, env_refusal, module_launch
 from tuner.engine.ports import free_port
 from tuner.engine.preimport import Preimported
-from tuner.engine.supervisor import Server
+from tuner.engine.supervisor import Server, plain_start
 from tuner.errors import EngineExitedError
 
 pytestmark = pytest.mark.integration
@@ -23,9 +25,11 @@ pytestmark = pytest.mark.integration
 FAKE = '''
 import os, sys
 AT_IMPORT = os.environ.get("FAKE_AT_IMPORT", "unset")
+LOCALE = os.environ.get("LC_CTYPE")
 os.environ["FAKE_SET_BY_IMPORT"] = "1"
 if __name__ == "__main__":
-    print(f"fake: at_import={AT_IMPORT} mark={os.environ.get('TRIAL_MARK')} "
+    print(f"fake: at_import={AT_IMPORT} lc_ctype={os.environ.get('LC_CTYPE')} "
+          f"mark={os.environ.get('TRIAL_MARK')} "
           f"set_by_import={os.environ.get('FAKE_SET_BY_IMPORT')} "
           f"sid={os.getsid(0) == os.getpid()} argv={sys.argv[1:]}", flush=True)
     from tuner.testing.stand_in import main
@@ -63,7 +67,8 @@ def test_one_supervisor_forks_each_trial_with_its_own_env_group_and_log(fake_eng
             assert proctree.in_group(server.pgid) == []
             assert server.returncode() == -15  # SIGTERM, as reported by the supervisor
             log = server.log()
-            assert f"at_import=x mark=trial-{i} set_by_import=1 sid=True" in log
+            assert f"at_import=x lc_ctype={os.environ.get('LC_CTYPE')} mark=trial-{i} " \
+                   "set_by_import=1 sid=True" in log
             assert "--behave', 'healthy'" in log
         assert starter.server.ready["env_read"]["FAKE_AT_IMPORT"] == "x"
         assert starter.server.ready["env_written"] == {"FAKE_SET_BY_IMPORT": "1"}
@@ -155,3 +160,24 @@ def test_env_refusal_names_what_the_import_read_or_a_library_loads():
     assert env_refusal(ready, base, {**base, "OMP_NUM_THREADS": "8"}) == (
         "the environment differs in OMP_NUM_THREADS, read at import")
     assert "VLLM_CONFIG_ROOT" in env_refusal(ready, base, {"OMP_NUM_THREADS": "4"})
+
+
+def test_a_trial_in_the_c_locale_is_forked_with_the_locale_python_itself_sets(
+        fake_engine, tmp_path):
+    """PEP 538: an interpreter started in the C locale puts LC_CTYPE into its own
+    environment. The supervisor's import read that value; a trial whose environment would
+    be coerced the same way is forked, holding LC_CTYPE as a fresh interpreter does."""
+    env = {"PYTHONPATH": str(fake_engine), "PATH": os.environ["PATH"], "LANG": "C"}
+    argv = [sys.executable, "-m", "fakevllm.serve", "--behave", "exit", "--port", "1"]
+    assert plain_start(argv, env, tmp_path / "plain.log").wait(30) == 1
+    coerced = re.search(r"lc_ctype=(\S+)", (tmp_path / "plain.log").read_text()).group(1)
+    assert coerced != "None"  # this interpreter coerces the C locale
+    starter = Preimported(tmp_path / "slot")
+    try:
+        forked = starter(argv, env, tmp_path / "forked.log")
+        assert isinstance(forked, ForkedProcess)
+        assert forked.wait(30) == 1
+        assert starter.server.ready["env_read"]["LC_CTYPE"] == coerced
+    finally:
+        starter.close()
+    assert f"lc_ctype={coerced} " in (tmp_path / "forked.log").read_text()

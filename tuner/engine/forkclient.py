@@ -129,6 +129,26 @@ def module_launch(argv: Sequence[str]) -> tuple[str, str] | None:
     return None
 
 
+# Set by the interpreter itself as it starts, before any import: PEP 538's locale coercion
+# puts LC_CTYPE (C.UTF-8 or the like) into the environment when LC_ALL is unset and the
+# LC_CTYPE locale is C or POSIX; these name what decides it.
+COERCED = "LC_CTYPE"
+COERCION_INPUTS = ("LC_ALL", "LC_CTYPE", "LANG")
+
+
+def as_started(ready: Mapping[str, Any], supervisor_env: Mapping[str, str],
+               env: Mapping[str, str]) -> dict[str, str]:
+    """``env`` as a fresh interpreter would hold it once started: with ``LC_CTYPE`` as the
+    supervisor's interpreter coerced it, where the supervisor was started without one
+    (``supervisor_env``) and ``env`` agrees with it on every name that decides the
+    coercion; otherwise ``env`` unchanged."""
+    coerced = (ready.get("env_read") or {}).get(COERCED)
+    if (coerced is None or COERCED in supervisor_env
+            or any(env.get(k) != supervisor_env.get(k) for k in COERCION_INPUTS)):
+        return dict(env)
+    return {**env, COERCED: coerced}
+
+
 def env_refusal(ready: Mapping[str, Any], supervisor_env: Mapping[str, str],
                 env: Mapping[str, str]) -> str | None:
     """Why a trial with environment ``env`` must not be forked from a supervisor started

@@ -24,8 +24,8 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Mapping, Sequence
 
-from tuner.engine.forkclient import ForkedProcess, ForkServer, ForkServerError, env_refusal, \
-    module_launch
+from tuner.engine.forkclient import ForkedProcess, ForkServer, ForkServerError, as_started, \
+    env_refusal, module_launch
 from tuner.engine.supervisor import Process, Starter, plain_start
 
 if TYPE_CHECKING:
@@ -35,10 +35,12 @@ log = logging.getLogger(__name__)
 
 
 class Preimported:
-    """A ``Starter`` that forks from this slot's supervisor, else starts plainly."""
+    """A ``Starter`` that forks from this slot's supervisor, else starts plainly; the
+    supervisor imports ``also`` too (what the module imports only when it runs)."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, also: Sequence[str] = ()) -> None:
         self.folder = Path(folder)
+        self.also = tuple(also)
         self.server: ForkServer | None = None
 
     def __call__(self, argv: Sequence[str], env: Mapping[str, str], log_path: Path) -> Process:
@@ -53,6 +55,7 @@ class Preimported:
         if program is None:
             raise ForkServerError(f"{argv[0]} is not `PYTHON -m MODULE`")
         server = self._server(*program, env)
+        env = as_started(server.ready, server.env, env)
         why = env_refusal(server.ready, server.env, env)
         if why:
             raise ForkServerError(why)
@@ -72,7 +75,8 @@ class Preimported:
             raise ForkServerError(f"this slot's supervisor runs {server.python} -m "
                                   f"{server.module}")
         self.folder.mkdir(parents=True, exist_ok=True)
-        self.server = ForkServer(python, module, env, self.folder / "forkserver.log")
+        self.server = ForkServer(python, module, env, self.folder / "forkserver.log",
+                                 also=self.also)
         log.info("supervisor %d imported %s in %.1f s", self.server.proc.pid, module,
                  self.server.ready.get("import_s", 0.0))
         return self.server
@@ -86,15 +90,17 @@ class Preimported:
 _SLOTS: dict[Path, Preimported] = {}
 
 
-def for_study(spec: "StudySpec", folder: Path) -> Starter:
-    """The starter of a study's servers in the slot whose logs are in ``folder``:
-    ``plain_start``, or (``engine.start = "preimported"``) the slot's ``Preimported``,
-    kept for the worker's life and closed at its exit."""
+def for_study(spec: "StudySpec", folder: Path, also: Sequence[str] = ()) -> Starter:
+    """The starter of a study's vLLM processes whose supervisor lives in ``folder`` (one
+    per slot and program: the servers in the slot's log folder, `vllm bench serve` in a
+    folder below it): ``plain_start``, or (``engine.start = "preimported"``) that
+    folder's ``Preimported`` (importing ``also`` as well), kept for the worker's life and
+    closed at its exit."""
     if spec.engine.start != "preimported" or spec.engine.kind != "vllm":
         return plain_start
     key = Path(folder).resolve()
     if key not in _SLOTS:
-        _SLOTS[key] = Preimported(key)
+        _SLOTS[key] = Preimported(key, also)
     return _SLOTS[key]
 
 

@@ -17,6 +17,12 @@ prompts (the study's seed, stepped per run): vLLM's random dataset with one seed
 the same first prompts whatever their count, which a server with prefix caching would
 serve from its cache on the second run.
 
+Each run is ``python -m vllm.entrypoints.cli.main bench serve ...`` of the engine's Python,
+started by a ``Starter`` (``tuner.engine.supervisor``): plainly, or with ``engine.start =
+"preimported"`` forked from the slot's supervisor of vLLM's CLI (``BENCH_ALSO`` imported
+with it), so that a run does not pay the import of vLLM and torch again (about as long as
+a short level).
+
 With a load ladder the trial's own benchmark is its curve, so vLLM's runs go where the
 curve decides: open-loop Poisson arrivals (``--request-rate``, no concurrency limit) at the
 two offered rates that bracket the trial's capacity (``bracket_rates``), as many requests
@@ -32,6 +38,8 @@ repeated) and ``ours`` (our levels' figures, ``tuner.trials.curve.Level``, one a
 from __future__ import annotations
 
 import json
+import os
+import signal
 import statistics
 import subprocess
 import tempfile
@@ -39,14 +47,17 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from tuner.engine.supervisor import Starter, plain_start
 from tuner.loadgen.ladder import level_requests
 from tuner.loadgen.plan import RUN_SEED_STEP
 from tuner.spec.study import StudySpec
 from tuner.trials.curve import Curve
 from tuner.trials.record import TrialRecord
 
-# Enough of `vllm bench serve`'s stderr to hold its traceback's end, small enough to store.
-STDERR_TAIL_CHARS = 1500
+# What `vllm bench serve` imports only when it runs: a pre-imported supervisor imports it too.
+BENCH_ALSO = ("vllm.benchmarks.serve",)
+# Enough of `vllm bench serve`'s output to hold its traceback's end, small enough to store.
+OUTPUT_TAIL_CHARS = 1500
 
 KEYS = ("output_throughput", "request_throughput", "total_token_throughput", "completed",
         "mean_ttft_ms", "median_ttft_ms", "p99_ttft_ms", "mean_itl_ms", "median_itl_ms",
@@ -112,18 +123,18 @@ def command(spec: StudySpec, url: str, model: str, result_dir: Path,
 
 
 def run(spec: StudySpec, url: str, model: str, env: dict[str, str],
-        num_prompts: int | None = None) -> dict[str, Any]:
+        num_prompts: int | None = None, starter: Starter = plain_start) -> dict[str, Any]:
     """vLLM's figures for the same workload (``num_prompts`` requests, else the study's
     count): the first run's, with ``runs`` (every run's) when the study repeats it; or
     {"error": ...} when the first run failed (a later run's failure ends the repeats and is
     kept as ``repeat_error``). Never raises."""
-    first = _run_once(spec, url, model, env, num_prompts, run=0)
+    first = _run_once(spec, url, model, env, num_prompts, run=0, starter=starter)
     repeats = spec.engine.crosscheck_repeats
     if "error" in first or repeats < 2:
         return first
     runs = [first]
     while len(runs) < repeats:
-        again = _run_once(spec, url, model, env, num_prompts, run=len(runs))
+        again = _run_once(spec, url, model, env, num_prompts, run=len(runs), starter=starter)
         if "error" in again:
             return {**first, "runs": runs, "repeat_error": again["error"]}
         runs.append(again)
@@ -136,7 +147,8 @@ OurLevel = Callable[[float, int], Mapping[str, Any]]
 
 def run_levels(spec: StudySpec, url: str, model: str, env: dict[str, str],
                rates: tuple[float, ...], ours: OurLevel | None = None,
-               say: Callable[[str], None] | None = None) -> dict[str, Any]:
+               say: Callable[[str], None] | None = None,
+               starter: Starter = plain_start) -> dict[str, Any]:
     """The clients' figures at each of ``rates`` as ladder levels (``command`` with a
     request rate), in order: ``{"levels": [{"request_rate": r, **vLLM's first run's
     figures or "error", "runs": [...], "ours": [...]}, ...]}``; per rate
@@ -158,7 +170,7 @@ def run_levels(spec: StudySpec, url: str, model: str, env: dict[str, str],
                 mine.append(ours(rate, k))
             if say is not None:
                 say(f"{step}: vLLM")
-            got = _run_once(spec, url, model, env, n, rate, run)
+            got = _run_once(spec, url, model, env, n, rate, run, starter)
             run += 1
             if "error" in got:
                 if not vllm:
@@ -186,15 +198,38 @@ def spread(vllm: Mapping[str, Any], key: str) -> tuple[float, float, float] | No
 
 def _run_once(spec: StudySpec, url: str, model: str, env: dict[str, str],
               num_prompts: int | None, request_rate: float | None = None,
-              run: int = 0) -> dict[str, Any]:
+              run: int = 0, starter: Starter = plain_start) -> dict[str, Any]:
+    """One `vllm bench serve` run (``command``) started by ``starter`` in its own process
+    group, output to a log beside its result: the result's ``KEYS``, or {"error": ...}
+    with the log's tail when it could not run, exited non-zero or outlasted
+    ``engine.benchmark_timeout_s`` (then its whole group is killed)."""
     with tempfile.TemporaryDirectory(prefix="tuner-crosscheck-") as tmp:
         cmd = command(spec, url, model, Path(tmp), num_prompts, request_rate, run)
+        log = Path(tmp) / "bench.log"
         try:
-            p = subprocess.run(cmd, capture_output=True, text=True, env=env,
-                               timeout=spec.engine.benchmark_timeout_s)
-        except (OSError, subprocess.TimeoutExpired) as e:
+            proc = starter(cmd, env, log)
+        except OSError as e:
             return {"error": f"vllm bench serve did not run: {e}"}
-        if p.returncode != 0:
-            return {"error": f"vllm bench serve exited {p.returncode}: {p.stderr[-STDERR_TAIL_CHARS:]}"}
+        try:
+            code = proc.wait(timeout=spec.engine.benchmark_timeout_s)
+        except subprocess.TimeoutExpired:
+            _kill_group(proc)
+            return {"error": "vllm bench serve did not run: it outlasted "
+                             f"{spec.engine.benchmark_timeout_s:g} s"}
+        if code != 0:
+            tail = log.read_text(errors="replace")[-OUTPUT_TAIL_CHARS:]
+            return {"error": f"vllm bench serve exited {code}: {tail}"}
         data = json.loads((Path(tmp) / "r.json").read_text())
     return {k: data[k] for k in KEYS if k in data}
+
+
+def _kill_group(proc) -> None:
+    """SIGKILL a started run's process group (it leads its own) and reap it."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:  # pragma: no cover - a process in D state
+        pass

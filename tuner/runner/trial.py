@@ -11,6 +11,7 @@ from typing import Any, Mapping
 
 from tuner.engine import command, preimport
 from tuner.engine.ports import free_port
+from tuner.engine.supervisor import Starter, plain_start
 from tuner.runner import crosscheck
 from tuner.runner.guard import Guard
 from tuner.runner.measure import (CROSSCHECK_RUN, Confirm, Phase, ServerDied, Slot, Step,
@@ -35,7 +36,8 @@ def run(spec: StudySpec, launch_flags: Mapping[str, Any], number: int, slot: Slo
     if guard is not None:
         steps.append(accuracy_step(spec, plan, guard, number))
     if slot.crosscheck:
-        steps.append(crosscheck_step(spec, plan))
+        steps.append(crosscheck_step(spec, plan, preimport.for_study(
+            spec, slot.logs / "crosscheck", also=crosscheck.BENCH_ALSO)))
     return measure(plan, slot, base, phase, steps, log_name=f"trial-{number:05d}",
                    starter=preimport.for_study(spec, slot.logs))
 
@@ -61,18 +63,19 @@ def accuracy_step(spec: StudySpec, plan: TrialPlan, guard: Guard, number: int) -
     return Step("accuracy", check, applies=lambda told: bool(guard.role(spec, told)))
 
 
-def crosscheck_step(spec: StudySpec, plan: TrialPlan) -> Step:
-    """`vllm bench serve` on the trial's server: as many requests as ours completed, or
-    with a ladder at the two rates that bracket the trial's capacity."""
+def crosscheck_step(spec: StudySpec, plan: TrialPlan, starter: Starter = plain_start) -> Step:
+    """`vllm bench serve` on the trial's server, each run started by ``starter``: as many
+    requests as ours completed, or with a ladder at the two rates that bracket the trial's
+    capacity."""
     def check(server, told: TrialRecord, phase: Phase) -> TrialRecord:
         phase("crosscheck")
         env = command.engine_environment(os.environ, plan.engine.launch)
         if plan.benchmark.ladder is not None:
             vllm = crosscheck.run_levels(spec, server.url, plan.engine.model, env,
                                          crosscheck.bracket_rates(told.curve),
-                                         our_levels(server, plan), phase)
+                                         our_levels(server, plan), phase, starter)
         else:
             vllm = crosscheck.run(spec, server.url, plan.engine.model, env,
-                                  crosscheck.num_prompts(told))
+                                  crosscheck.num_prompts(told), starter)
         return dataclasses.replace(told, vllm_bench=vllm)
     return Step("crosscheck", check)
