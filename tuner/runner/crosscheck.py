@@ -47,7 +47,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from tuner.engine.supervisor import Starter, plain_start
+from tuner.engine.supervisor import Process, Starter, plain_start
 from tuner.loadgen.ladder import level_requests
 from tuner.loadgen.plan import RUN_SEED_STEP
 from tuner.spec.study import StudySpec
@@ -223,7 +223,7 @@ def _run_once(spec: StudySpec, url: str, model: str, env: dict[str, str],
     return {k: data[k] for k in KEYS if k in data}
 
 
-def _kill_group(proc) -> None:
+def _kill_group(proc: Process) -> None:
     """SIGKILL a started run's process group (it leads its own) and reap it."""
     try:
         os.killpg(proc.pid, signal.SIGKILL)
