@@ -21,7 +21,7 @@ import pytest
 
 from tuner.loadgen import LoadSpec, WorkloadSpec, run_benchmark
 from tuner.loadgen.trace import read_trace
-from tuner.testing.sim_trace import trace_itls_ms
+from tuner.testing.sim_trace import trace_itls_ms, trace_ttfts_ms
 from tuner.testing.sim_server import LLAMA3_8B, free_port, stop
 
 pytestmark = pytest.mark.integration
@@ -180,7 +180,9 @@ def bench(model_dir: Path, flags: list[str], workload: WorkloadSpec, concurrency
         pytest.skip(f"host too busy to keep real time ({late:.0%} of steps late, client: "
                     f"{result.invalid_reason}); the offline tests cover the law")
     gaps_ms = trace_itls_ms(trace["requests"], trace["time_scale"])
+    ttfts_ms = trace_ttfts_ms(trace["requests"], trace["time_scale"])
     return {**result.metrics, **{f"server_{k}": v for k, v in result.server.items()},
+            "trace_median_ttft_ms": float(np.median(ttfts_ms)),
             "trace_p90_itl_ms": float(np.percentile(gaps_ms, 90)),
             "trace_median_itl_ms": float(np.median(gaps_ms))}
 
@@ -200,13 +202,16 @@ def test_chunked_prefill_small_budget_lowers_p99_itl_and_costs_throughput(model_
     assert small["output_throughput"] < off["output_throughput"]
 
 
-def test_prefix_caching_raises_throughput_on_shared_prefixes_only(model_dir):
+def test_prefix_caching_skips_the_shared_prefill_on_shared_prefixes_only(model_dir):
     shared = WorkloadSpec(kind="shared-prefix", input_len=64, output_len=32, num_prefixes=2,
                           prefix_len=1536, vocab_size=128256, seed=2)
     common = ["--max-model-len", "2048"]
     on = bench(model_dir, common + ["--enable-prefix-caching"], shared)
     off = bench(model_dir, common + ["--no-enable-prefix-caching"], shared)
-    assert on["output_throughput"] > 1.3 * off["output_throughput"]
+    # The cached prefix is not prefilled again: the modelled time to the first token falls
+    # (read from the model's token times: the client's throughput beside other work on the
+    # machine measures the host, decision 0040).
+    assert on["trace_median_ttft_ms"] < 0.5 * off["trace_median_ttft_ms"], (on, off)
     assert on.get("server_prefix_cache_hits", 1) > 0
     rnd_on = bench(model_dir, common + ["--enable-prefix-caching"], MIXED)
     rnd_off = bench(model_dir, common + ["--no-enable-prefix-caching"], MIXED)
