@@ -90,7 +90,7 @@ def test_the_capacity_lies_between_the_levels_that_bracket_it(ladder):
     # and a level stopped on a certain miss reads whichever requests were in flight. A
     # level's p99 TTFT is the one it was judged on, over its steady requests: over the
     # whole run, a held level near capacity on a loaded machine has read more than the
-    # warm-up while its steady requests read a third of it.
+    # warm-up while its steady requests read far less.
     warmup_ttft = ladder[0].warmup.metrics["p99_ttft_ms"]
     whole = [lv for lv in curve.measured if lv.invalid_reason is None and not lv.stopped_early]
     assert any(lv.held for lv in whole), curve
