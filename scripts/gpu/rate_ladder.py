@@ -7,9 +7,9 @@ with Poisson arrivals at each request rate, light load to saturation.
 Run with the kit's environment (``source scripts/gpu/env.sh``) and the machine's Python.
 CONFIG is ``name`` from ``CONFIGS`` below. Writes into OUT_DIR, per configuration:
 ``NAME.log`` (the server's log), ``NAME-rate-R.json`` (vLLM's result with per-request
-TTFTs and ITLs: ``--save-detailed``), and ``ladder.json`` (the summary, rewritten after each
-rate, so a call cut short keeps what it measured). Workload: random 1024 in / 128 out
-tokens, ``--ignore-eos``, one seed per rate.
+TTFTs and ITLs: ``--save-detailed``), ``NAME-summary.json`` and ``ladder.json`` (the
+summaries, rewritten after each rate, so a call cut short keeps what it measured).
+Workload: random 1024 in / 128 out tokens, ``--ignore-eos``, one seed per rate.
 """
 
 from __future__ import annotations
@@ -43,25 +43,38 @@ WARMUP_PROMPTS = 128
 START_TIMEOUT_S = 600
 
 
-def bench(py: str, model: str, port: int, rate: float, prompts: int, seed: int,
-          out: Path, name: str) -> dict:
-    cmd = [py, "-m", "vllm.entrypoints.cli.main", "bench", "serve", "--backend", "openai",
-           "--base-url", f"http://127.0.0.1:{port}", "--endpoint", "/v1/completions",
-           "--model", "m", "--tokenizer", model, "--dataset-name", "random",
-           "--random-input-len", "1024", "--random-output-len", "128", "--ignore-eos",
-           "--num-prompts", str(prompts), "--request-rate", str(rate), "--seed", str(seed),
-           "--percentile-metrics", "ttft,tpot,itl,e2el", "--metric-percentiles", "50,90,99",
-           "--save-result", "--save-detailed", "--result-dir", str(out),
-           "--result-filename", name, "--disable-tqdm"]
+def bench(model: str, port: int, rate: float, prompts: int, seed: int, out: Path,
+          name: str) -> dict:
+    """One `vllm bench serve` run, in this process: vLLM's benchmark module is imported
+    once (the first call, while the server starts) instead of once a run, which cost each
+    level about as long as the level itself."""
+    from vllm.benchmarks.serve import add_cli_args, main as bench_main
+    from vllm.utils.argparse_utils import FlexibleArgumentParser
+
+    parser = FlexibleArgumentParser()
+    add_cli_args(parser)
+    argv = ["--backend", "openai", "--base-url", f"http://127.0.0.1:{port}",
+            "--endpoint", "/v1/completions", "--model", "m", "--tokenizer", model,
+            "--dataset-name", "random", "--random-input-len", "1024",
+            "--random-output-len", "128", "--ignore-eos", "--num-prompts", str(prompts),
+            "--request-rate", str(rate), "--seed", str(seed),
+            "--percentile-metrics", "ttft,tpot,itl,e2el", "--metric-percentiles", "50,90,99",
+            "--save-result", "--save-detailed", "--result-dir", str(out),
+            "--result-filename", name, "--disable-tqdm"]
     t0 = time.monotonic()
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
-    if p.returncode != 0:
-        return {"error": p.stderr[-800:], "wall_s": time.monotonic() - t0}
+    try:
+        bench_main(parser.parse_args(argv))
+    except Exception as exc:  # one failed level is recorded, the ladder goes on
+        return {"error": repr(exc)[-800:], "wall_s": round(time.monotonic() - t0, 1)}
     data = json.loads((out / name).read_text())
     keep = ("request_rate", "completed", "duration", "request_throughput",
             "output_throughput", "median_ttft_ms", "p99_ttft_ms", "median_itl_ms",
             "p99_itl_ms", "median_tpot_ms", "p99_tpot_ms", "p99_e2el_ms")
     return {**{k: data.get(k) for k in keep}, "wall_s": round(time.monotonic() - t0, 1)}
+
+
+def _import_bench() -> None:
+    import vllm.benchmarks.serve  # noqa: F401  (imported while the server starts)
 
 
 def ladder(py: str, model: str, out: Path, name: str, port: int, summary: dict) -> None:
@@ -72,22 +85,24 @@ def ladder(py: str, model: str, out: Path, name: str, port: int, summary: dict) 
     proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT,
                             start_new_session=True, env=dict(os.environ))
     entry = summary.setdefault(name, {"flags": CONFIGS[name], "levels": []})
+    entry["levels"] = []
     try:
+        _import_bench()
         while not healthy(port):
             if proc.poll() is not None or time.monotonic() - t0 > START_TIMEOUT_S:
                 entry["error"] = f"no healthy server (exit {proc.poll()})"
                 return
             time.sleep(0.5)
         entry["healthy_s"] = round(time.monotonic() - t0, 1)
-        entry["warmup"] = bench(py, model, port, float("inf"), WARMUP_PROMPTS, 1, out,
+        entry["warmup"] = bench(model, port, float("inf"), WARMUP_PROMPTS, 1, out,
                                 f"{name}-warmup.json")
         for k, rate in enumerate(RATES):
             prompts = (SATURATED_PROMPTS if rate == float("inf")
                        else max(MIN_PROMPTS, int(rate * SECONDS_A_RATE)))
-            level = bench(py, model, port, rate, prompts, 100 + k, out,
+            level = bench(model, port, rate, prompts, 100 + k, out,
                           f"{name}-rate-{rate:g}.json")
             entry["levels"].append({"offered_rate": rate, "prompts": prompts, **level})
-            (out / "ladder.json").write_text(json.dumps(summary, indent=1))
+            _write(out, name, summary)
             print(f"{name} rate {rate:g}: {level.get('output_throughput')} tok/s, p99 ITL "
                   f"{level.get('p99_itl_ms')} ms, p99 TTFT {level.get('p99_ttft_ms')} ms "
                   f"({level.get('wall_s')} s)", flush=True)
@@ -97,7 +112,14 @@ def ladder(py: str, model: str, out: Path, name: str, port: int, summary: dict) 
             proc.wait(30)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
-        (out / "ladder.json").write_text(json.dumps(summary, indent=1))
+        _write(out, name, summary)
+
+
+def _write(out: Path, name: str, summary: dict) -> None:
+    """The summary as a whole (``ladder.json``) and this configuration's part alone
+    (``NAME-summary.json``): a call whose ``ladder.json`` does not come back keeps both."""
+    (out / "ladder.json").write_text(json.dumps(summary, indent=1))
+    (out / f"{name}-summary.json").write_text(json.dumps(summary[name], indent=1))
 
 
 def main() -> int:
