@@ -1,0 +1,73 @@
+"""The engine core under open-loop arrivals, offline: requests join at given times, not when
+another finishes (pure, no clock).
+
+This is how a real latency-vs-load ladder is replayed on the model exactly: `vllm bench
+serve --save-detailed` records each request's start time and lengths, and the same times and
+lengths drive the same ``EngineCore`` the HTTP simulator runs, in a fraction of a second
+and without a client's or server's scheduling noise. Per request the result keeps its TTFT
+and its inter-token latencies, as vLLM's benchmark measures them (time from arrival to the
+first token, then between successive tokens).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+from tuner.sim.core import EngineCore
+from tuner.sim.scheduler import Request
+
+
+@dataclass(frozen=True)
+class OpenLoopRun:
+    """Per-request figures of one replay, in simulated seconds, in arrival order."""
+
+    ttfts: tuple[float, ...]
+    itls: tuple[tuple[float, ...], ...]
+    duration_s: float  # first arrival to last token
+    output_tokens: int
+
+
+def run_open_loop(core: EngineCore, arrivals: Sequence[float], prompt_lens: Sequence[int],
+                  output_lens: Sequence[int]) -> OpenLoopRun:
+    """Replay requests arriving at ``arrivals`` (seconds, any origin, not decreasing) with
+    those prompt and output lengths on ``core``, until every one has finished.
+
+    A request that arrives while a step runs joins the queue for the next step, as in vLLM;
+    an idle engine waits for the next arrival. Raises ``ValueError`` when the lists differ
+    in length or the arrivals go back in time, ``RuntimeError`` when the engine stalls with
+    work queued (a request the configuration can never schedule).
+    """
+    n = len(arrivals)
+    if not (len(prompt_lens) == len(output_lens) == n):
+        raise ValueError("arrivals, prompt_lens and output_lens differ in length")
+    if any(b < a for a, b in zip(arrivals, arrivals[1:])):
+        raise ValueError("arrivals must not decrease")
+    if n == 0:
+        return OpenLoopRun((), (), 0.0, 0)
+    origin = arrivals[0]
+    at = [a - origin for a in arrivals]
+    ttft = [0.0] * n
+    itls: list[list[float]] = [[] for _ in range(n)]
+    last = [0.0] * n
+    t, joined, output_tokens = 0.0, 0, 0
+    while joined < n or core.has_work():
+        while joined < n and at[joined] <= t:
+            core.add(Request(joined, int(prompt_lens[joined]), int(output_lens[joined])))
+            joined += 1
+        if not core.has_work():
+            t = at[joined]
+            continue
+        step, dt = core.plan_step()
+        if not step.work:
+            raise RuntimeError("simulated engine stalled with work queued")
+        t += dt
+        for r in core.complete(step, dt):
+            i = r.rid
+            if r.output == 1:
+                ttft[i] = t - at[i]
+            else:
+                itls[i].append(t - last[i])
+            last[i] = t
+            output_tokens += 1
+    return OpenLoopRun(tuple(ttft), tuple(tuple(x) for x in itls), t, output_tokens)
