@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY      = $(VENV)/bin/python
 STAMP   = $(VENV)/.installed
 
-.PHONY: demo test test-fast bench bench-search bench-ladder bench-sim-ladder venv vllm-cpu
+.PHONY: demo test test-fast bench bench-search bench-ladder bench-sim-ladder bench-sim-replay venv vllm-cpu
 .PHONY: browser up down clean lint
 
 $(STAMP): pyproject.toml
@@ -60,6 +60,10 @@ bench-ladder: $(STAMP)
 # the simulator against every real rate ladder (results/h*/rate-ladders): docs/simulator.md
 bench-sim-ladder: $(STAMP)
 	$(PY) bench/sim_ladder_error.py
+
+# the same ladders replayed offline on the engine core, from their per-request files (seconds)
+bench-sim-replay: $(STAMP)
+	$(PY) bench/sim_ladder_replay.py
 
 # Docker deployment (docker/compose.yaml; needs a Docker engine with the NVIDIA runtime).
 GPUS ?= $(or $(shell sed -n 's/^GPUS=//p' docker/.env 2>/dev/null),1)

@@ -51,3 +51,12 @@ def test_inputs_that_cannot_be_replayed_are_refused():
     with pytest.raises(ValueError, match="must not decrease"):
         run_open_loop(core(), [1.0, 0.5], [10, 10], [10, 10])
     assert run_open_loop(core(), [], [], []).output_tokens == 0
+
+
+def test_the_front_end_delays_when_a_request_reaches_the_engine_not_its_arrival():
+    plain = run_open_loop(core(), [0.0, 10.0], [1024, 1024], [8, 8])
+    later = run_open_loop(core(), [0.0, 10.0], [1024, 1024], [8, 8], front_end_s=0.012)
+    assert later.ttfts[0] == pytest.approx(plain.ttfts[0] + 0.012)
+    assert later.ttfts[1] == pytest.approx(plain.ttfts[1] + 0.012)
+    for a, b in zip(later.itls, plain.itls):
+        assert a == pytest.approx(b)

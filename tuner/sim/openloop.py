@@ -29,12 +29,14 @@ class OpenLoopRun:
 
 
 def run_open_loop(core: EngineCore, arrivals: Sequence[float], prompt_lens: Sequence[int],
-                  output_lens: Sequence[int]) -> OpenLoopRun:
+                  output_lens: Sequence[int], front_end_s: float = 0.0) -> OpenLoopRun:
     """Replay requests arriving at ``arrivals`` (seconds, any origin, not decreasing) with
     those prompt and output lengths on ``core``, until every one has finished.
 
-    A request that arrives while a step runs joins the queue for the next step, as in vLLM;
-    an idle engine waits for the next arrival. Raises ``ValueError`` when the lists differ
+    A request reaches the engine's queue ``front_end_s`` after it arrives (the API server's
+    share of its TTFT: parsing, tokenising, handing it to the engine core, and streaming the
+    first token back); one that reaches it while a step runs waits for the next step, as in
+    vLLM; an idle engine waits for the next request. Raises ``ValueError`` when the lists differ
     in length or the arrivals go back in time, ``RuntimeError`` when the engine stalls with
     work queued (a request the configuration can never schedule).
     """
@@ -46,17 +48,18 @@ def run_open_loop(core: EngineCore, arrivals: Sequence[float], prompt_lens: Sequ
     if n == 0:
         return OpenLoopRun((), (), 0.0, 0)
     origin = arrivals[0]
-    at = [a - origin for a in arrivals]
+    at = [a - origin for a in arrivals]  # arrivals, from the first
+    joins = [a + front_end_s for a in at]  # when each reaches the engine's queue
     ttft = [0.0] * n
     itls: list[list[float]] = [[] for _ in range(n)]
     last = [0.0] * n
     t, joined, output_tokens = 0.0, 0, 0
     while joined < n or core.has_work():
-        while joined < n and at[joined] <= t:
+        while joined < n and joins[joined] <= t:
             core.add(Request(joined, int(prompt_lens[joined]), int(output_lens[joined])))
             joined += 1
         if not core.has_work():
-            t = at[joined]
+            t = joins[joined]
             continue
         step, dt = core.plan_step()
         if not step.work:

@@ -1,0 +1,189 @@
+"""Every real rate ladder replayed offline on the simulator's engine core, level by level
+(issue 49): the fast companion of ``sim_ladder_error.py``.
+
+    .venv/bin/python bench/sim_ladder_replay.py
+    .venv/bin/python bench/sim_ladder_replay.py --set compute_efficiency=0.65 \\
+        --front-end-ms 12        # what-if: other engine constants, an API-server delay
+
+Reads ``results/<gpu>/rate-ladders/<config>-summary.json`` and each level's per-request file
+(`vllm bench serve --save-detailed`: start times, prompt and output lengths, TTFTs, ITLs),
+and replays exactly those arrivals and lengths on ``tuner.sim.openloop.run_open_loop`` with
+the configuration's flags and the GPU's profile. No HTTP, no clock: a ladder takes about a
+second, and the figures carry no client's or server's scheduling noise (the served
+simulator, ``sim_ladder_error.py``, checks that path). Real and modelled figures are
+computed the same way from per-request values: p99 and median of every ITL, p99 and
+median TTFT. The saturated level (all requests at once) is replayed too.
+
+Per configuration and level it prints and writes (bench/results/sim-ladder-replay.md and
+.json) the real and modelled figures with the relative error, and the capacity bracket at
+the issue's SLO pairs from each curve. A configuration is *held out* when its name is in
+the ladders README's held-out list (``HELD_OUT``, chosen before any fit); no ladder has
+fitted the constants yet, so today every configuration is reported with the constants
+profiles.toml has.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import gzip
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tuner.sim.config import resolve  # noqa: E402
+from tuner.sim.core import EngineCore  # noqa: E402
+from tuner.sim.openloop import run_open_loop  # noqa: E402
+from tuner.sim.profiles import engine_constants, load_gpu  # noqa: E402
+from tuner.sim.serveargs import add_serve_flags, engine_flags  # noqa: E402
+from tuner.sim.shape import LLAMA3_8B  # noqa: E402
+from tuner.sim.startup import StartFailure, check_start  # noqa: E402
+
+OUT = ROOT / "bench/results/sim-ladder-replay"
+# Named in results/h100/rate-ladders/README.md before any fit.
+HELD_OUT = frozenset({"chunked-1024", "nonchunked-8192"})
+SLO_PAIRS = ((25.0, 1000.0), (50.0, 1000.0))  # (p99 ITL ms, p99 TTFT ms)
+METRICS = ("p99_itl_ms", "median_itl_ms", "p99_ttft_ms", "median_ttft_ms")
+
+
+def figures(ttfts: list[float], itls: list[list[float]]) -> dict[str, float]:
+    """The four latency figures in ms from per-request TTFTs and ITLs (seconds)."""
+    flat = np.concatenate([np.asarray(x, dtype=float) for x in itls if len(x)] or [[math.nan]])
+    t = np.asarray(ttfts, dtype=float)
+    return {"p99_itl_ms": float(np.percentile(flat, 99)) * 1e3,
+            "median_itl_ms": float(np.median(flat)) * 1e3,
+            "p99_ttft_ms": float(np.percentile(t, 99)) * 1e3,
+            "median_ttft_ms": float(np.median(t)) * 1e3}
+
+
+def bracket(levels: list[dict[str, Any]], side: str, itl: float, ttft: float) -> str:
+    """The capacity bracket of one side (real or model) of a curve at an SLO pair: the last
+    offered rate that holds below the first that misses."""
+    held = None
+    for lv in sorted(levels, key=lambda lv: lv["rate"]):
+        f = lv[side]
+        if f["p99_itl_ms"] > itl or f["p99_ttft_ms"] > ttft:
+            return f"below {lv['rate']:g}" if held is None else f"{held:g}-{lv['rate']:g}"
+        held = lv["rate"]
+    return f"at least {held:g}" if held is not None else "no level"
+
+
+def sim_flags(flags: list[str]) -> dict[str, Any]:
+    """The simulator's engine flags from a ladder's vLLM command-line flags."""
+    p = argparse.ArgumentParser()
+    add_serve_flags(p)
+    return engine_flags(p.parse_args(["--model", "m", *flags]))
+
+
+def replay_level(detail: dict[str, Any], flags: dict[str, Any], gpu: str, consts,
+                 front_end_s: float) -> dict[str, float]:
+    g = load_gpu(gpu)
+    cfg = resolve(flags, LLAMA3_8B, g)
+    plan = check_start(cfg, LLAMA3_8B, g, consts)
+    if isinstance(plan, StartFailure):
+        raise SystemExit(f"error: the model refuses {flags}: {plan.message}")
+    core = EngineCore(cfg, LLAMA3_8B, g, consts, plan)
+    order = np.argsort(detail["start_times"], kind="stable")
+    run = run_open_loop(core, [detail["start_times"][i] for i in order],
+                        [detail["input_lens"][i] for i in order],
+                        [detail["output_lens"][i] for i in order], front_end_s)
+    return figures(list(run.ttfts), [list(x) for x in run.itls])
+
+
+def ladders(gpus: list[str] | None) -> list[tuple[str, str, list[str], list[tuple[float, Path]]]]:
+    """(gpu, config, flags, [(rate, per-request file)]) of every summary with such files."""
+    out = []
+    for path in sorted(ROOT.glob("results/h*/rate-ladders/*-summary.json")):
+        gpu = path.parents[1].name
+        if gpus and gpu not in gpus:
+            continue
+        data = json.loads(path.read_text())
+        rungs = [(math.inf if e["request_rate"] in ("inf", None) else float(e["request_rate"]),
+                  path.parent / e["file"]) for e in data["levels"]
+                 if e.get("file") and "warmup" not in e["file"]
+                 and (path.parent / e["file"]).is_file()]
+        if rungs:
+            out.append((gpu, str(data["config"]), list(data["flags"]), rungs))
+    return out
+
+
+def run(gpus: list[str] | None, consts, front_end_s: float) -> list[dict[str, Any]]:
+    entries = []
+    for gpu, config, flags, rungs in ladders(gpus):
+        levels = []
+        for rate, file in rungs:
+            with gzip.open(file) as f:
+                detail = json.load(f)
+            real = figures(detail["ttfts"], detail["itls"])
+            model = replay_level(detail, sim_flags(flags), gpu, consts, front_end_s)
+            levels.append({"rate": rate, "requests": len(detail["ttfts"]), "real": real,
+                           "model": model,
+                           "error": {k: model[k] / real[k] - 1 for k in METRICS}})
+        entries.append({"gpu": gpu, "config": config, "flags": flags,
+                        "held_out": config in HELD_OUT, "levels": levels,
+                        "capacity": [{"p99_itl_ms": i, "p99_ttft_ms": t,
+                                      "real": bracket([lv for lv in levels
+                                                       if math.isfinite(lv["rate"])],
+                                                      "real", i, t),
+                                      "model": bracket([lv for lv in levels
+                                                        if math.isfinite(lv["rate"])],
+                                                       "model", i, t)}
+                                     for i, t in SLO_PAIRS]})
+    return entries
+
+
+def render(entries: list[dict[str, Any]], command: str) -> str:
+    lines = ["# The simulator replaying real rate ladders offline", "",
+             f"Generated by `{command}`. Real / model (error); ms.", ""]
+    for e in entries:
+        kind = "held out" if e["held_out"] else "not held out"
+        lines += [f"## {e['gpu']} {e['config']} ({kind}; flags: {' '.join(e['flags']) or 'none'})",
+                  "", "| offered req/s | requests | " + " | ".join(METRICS) + " |",
+                  "|---" * (2 + len(METRICS)) + "|"]
+        for lv in e["levels"]:
+            cells = [f"{lv['real'][k]:.1f} / {lv['model'][k]:.1f} ({lv['error'][k]:+.0%})"
+                     for k in METRICS]
+            lines.append(f"| {lv['rate']:g} | {lv['requests']} | " + " | ".join(cells) + " |")
+        lines += ["", "| SLO pair | real capacity | model capacity |", "|---|---|---|"]
+        lines += [f"| p99 ITL <= {c['p99_itl_ms']:g} ms, p99 TTFT <= {c['p99_ttft_ms']:g} ms "
+                  f"| {c['real']} req/s | {c['model']} req/s |" for c in e["capacity"]]
+        lines.append("")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--gpus", nargs="+", help="only these results folders (e.g. h100)")
+    ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                    help="an engine constant other than profiles.toml's (repeatable)")
+    ap.add_argument("--front-end-ms", type=float, default=0.0,
+                    help="delay from a request's arrival to the engine's queue")
+    ap.add_argument("--out", type=Path, default=OUT)
+    args = ap.parse_args(argv)
+    consts = engine_constants()
+    try:
+        overrides = {k: type(getattr(consts, k))(v) for k, v in (s.split("=", 1) for s in args.set)}
+        consts = dataclasses.replace(consts, **overrides)
+    except (ValueError, AttributeError, TypeError) as exc:
+        print(f"error: --set NAME=VALUE with an engine constant's name: {exc}", file=sys.stderr)
+        return 2
+    entries = run(args.gpus, consts, args.front_end_ms / 1e3)
+    command = "python bench/sim_ladder_replay.py " + " ".join(argv if argv is not None
+                                                              else sys.argv[1:])
+    text = render(entries, command.strip())
+    print(text)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.with_suffix(".md").write_text(text + "\n")
+    args.out.with_suffix(".json").write_text(json.dumps(entries, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
