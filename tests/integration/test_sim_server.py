@@ -251,12 +251,14 @@ def test_a_client_that_goes_away_frees_its_blocks(model_dir):
 
 
 def test_preemptions_show_in_metrics_when_blocks_run_out(model_dir):
-    """As with vLLM's --num-gpu-blocks-override 17 and 8 long requests (VLLM.md)."""
+    """As with vLLM's --num-gpu-blocks-override 17 and 8 long requests (VLLM.md). One
+    request alone fits the 40 blocks (500 tokens, 32 blocks), any two that overlap do not,
+    and each runs long enough that a client slowed by a busy machine still overlaps them."""
     async def run(url: str) -> str:
         async with aiohttp.ClientSession() as s:
             async def one(i: int) -> None:
                 body = {"model": str(model_dir), "prompt": list(range(1000 * i, 1000 * i + 200)),
-                        "max_tokens": 100, "stream": True}
+                        "max_tokens": 300, "stream": True}
                 async with s.post(url + "/v1/completions", json=body) as r:
                     assert r.status == 200
                     await r.read()
