@@ -73,3 +73,20 @@ def test_report_escapes_every_study_text():
     assert "<script>" not in page and "&lt;script&gt;" in page
     assert "<b>boom</b>" not in page and "&lt;b&gt;boom&lt;/b&gt;" in page
     assert "Default baseline" in page and "vllm serve" in page
+
+
+def test_a_second_trial_of_the_same_flags_shows_beside_the_first():
+    again = measured(3, TUNED)
+    s = summarise(SPEC, SPACE, (*RECORDS, again))
+    assert [r.record.number for r in s.front] == [1]  # one row per configuration: its first
+    assert s.front[0].repeats == (again,) and s.default.repeats == ()
+    tput, itl = again.metric("output_throughput"), again.metric("p99_itl_ms")
+    assert (f"trial 1: also trial 3 (output_throughput {tput:,.0f}, p99_itl_ms {itl:.1f})"
+            in pareto_text(s))
+    assert "also trial" not in pareto_text(summarise(SPEC, SPACE, RECORDS))
+
+
+def test_the_report_lists_a_second_trial_of_the_same_flags():
+    page = render(summarise(SPEC, SPACE, (*RECORDS, measured(3, TUNED))), [])
+    assert "<li>trial 1: also trial 3 (output_throughput" in page
+    assert "also trial" not in render(summarise(SPEC, SPACE, RECORDS), [])

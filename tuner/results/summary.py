@@ -19,6 +19,7 @@ from tuner.space import SearchSpace
 from tuner.spec.study import StudySpec
 from tuner.trials import (TrialRecord, default_baseline, describe_counts, history,
                           pareto_front, reference_point)
+from tuner.trials.pareto import repeats
 from tuner.trials.reference import study_rule
 
 
@@ -31,6 +32,8 @@ class Row:
     gains: Mapping[str, float | None]    # per objective metric, + = better than default
     slos_met: bool
     noise: Mapping[str, bool] = field(default_factory=dict)  # gain inside the runs' spread
+    # later measured trials of the same flags (``tuner.trials.pareto.repeats``)
+    repeats: tuple[TrialRecord, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -53,11 +56,11 @@ class Summary:
 
 
 def row(r: TrialRecord, default: TrialRecord | None, spec: StudySpec,
-        space: SearchSpace) -> Row:
+        space: SearchSpace, again: tuple[TrialRecord, ...] = ()) -> Row:
     slo_ok = all(v <= 0 for k, v in r.constraints.items() if k.startswith("slo:"))
     g = gains(r, default, spec.objectives)
     return Row(r, changed_flags(r.flags, space.defaults), g, r.measured and slo_ok,
-               within_noise(r, default, g))
+               within_noise(r, default, g), again)
 
 
 def _most_common(values: Sequence[str | None], fallback: str) -> str:
@@ -98,10 +101,13 @@ def summarise(spec: StudySpec, space: SearchSpace, records: Sequence[TrialRecord
     goals = spec.objectives
     default = default_baseline(records)
     ref, ref_label = reference_point(default, goals, study_rule(spec))
-    front = tuple(row(r, default, spec, space) for r in pareto_front(records, goals))
+    again = repeats([r for r in records if r.measured])
+    front = tuple(row(r, default, spec, space, again.get(r.number, ()))
+                  for r in pareto_front(records, goals))
     return Summary(
         name=spec.name, spec=spec, space=space, records=records, front=front,
-        default=row(default, default, spec, space) if default else None,
+        default=row(default, default, spec, space, again.get(default.number, ()))
+        if default else None,
         hypervolume=tuple(history(records, goals, ref)), reference=tuple(ref),
         reference_label=ref_label,
         effects=tuple(flag_effects(records, [p.name for p in space.params], goals)),

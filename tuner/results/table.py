@@ -75,6 +75,7 @@ def pareto_text(summary: Summary) -> str:
         out += ["", "default baseline: not measured yet (gains need it)"]
     elif all(r.record.number != d.record.number for r in summary.front):
         out += ["", "default baseline, for reference:", front_table(summary, [d])]
+    out += repeat_lines(summary)
     out += accuracy_lines(summary)
     out += ["", "GAIN: percent better than vLLM's default on each objective "
                 "(more throughput, less latency: both positive)."]
@@ -83,6 +84,23 @@ def pareto_text(summary: Summary) -> str:
                 "over them; figures are their medians. A gain inside the spread is "
                 "'within noise'."]
     return "\n".join(out)
+
+
+def repeat_lines(summary: Summary) -> list[str]:
+    """The later trials of a shown row's flags, with their objectives: a row is its
+    configuration's first trial, and a second start of the same flags is its spread."""
+    rows = [*summary.front, *([summary.default] if summary.default else [])]
+    rows = [r for r in {r.record.number: r for r in rows}.values() if r.repeats]
+    if not rows:
+        return []
+    formats = {m: f for m, _, f in metric_columns(summary)}
+    out = ["", "same flags measured again (a row shows the first trial of its flags):"]
+    for r in sorted(rows, key=lambda r: r.record.number):
+        for again in r.repeats:
+            figures = ", ".join(f"{o.metric} {_fmt(again.metric(o.metric), formats[o.metric])}"
+                                for o in summary.spec.objectives)
+            out.append(f"  trial {r.record.number}: also trial {again.number} ({figures})")
+    return out
 
 
 def accuracy_lines(summary: Summary) -> list[str]:

@@ -57,6 +57,22 @@ def unique_configs(records: Sequence[TrialRecord]) -> list[TrialRecord]:
     return out
 
 
+def repeats(records: Sequence[TrialRecord]) -> dict[int, tuple[TrialRecord, ...]]:
+    """For the first record of each configuration (``unique_configs``), the later ones of
+    the same effective flags, in trial order; configurations measured once are absent.
+    Those later trials never show on the front themselves, so their figures would be
+    lost without this: two starts of one configuration are its spread across starts."""
+    first: dict[str, int] = {}
+    out: dict[int, list[TrialRecord]] = {}
+    for r in sorted(records, key=lambda r: r.number):
+        key = flags_key(r.flags)
+        if key in first:
+            out.setdefault(first[key], []).append(r)
+        else:
+            first[key] = r.number
+    return {n: tuple(rs) for n, rs in out.items()}
+
+
 def candidates(records: Sequence[TrialRecord], goals: Sequence[Goal]) -> list[TrialRecord]:
     """Measured, feasible trials with every objective's metric, one per configuration."""
     ok = [r for r in records if r.measured and r.feasible and vector(r, goals) is not None]
