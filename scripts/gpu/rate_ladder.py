@@ -116,10 +116,34 @@ def ladder(py: str, model: str, out: Path, name: str, port: int, summary: dict) 
 
 
 def _write(out: Path, name: str, summary: dict) -> None:
-    """The summary as a whole (``ladder.json``) and this configuration's part alone
-    (``NAME-summary.json``): a call whose ``ladder.json`` does not come back keeps both."""
+    """The summary as a whole (``ladder.json``) and this configuration's part alone in the
+    form ``bench/sim_ladder_replay.py`` reads (``NAME-summary.json``: the card, vLLM's
+    version, the flags, and each run's figures with its per-request file, which is gzipped
+    where the results are committed): a call whose ``ladder.json`` does not come back keeps
+    both."""
     (out / "ladder.json").write_text(json.dumps(summary, indent=1))
-    (out / f"{name}-summary.json").write_text(json.dumps(summary[name], indent=1))
+    entry = summary[name]
+    runs = [({**entry["warmup"], "file": f"{name}-warmup.json.gz"} if "warmup" in entry
+             else None),
+            *({**lv, "file": f"{name}-rate-{lv['offered_rate']:g}.json.gz"}
+              for lv in entry["levels"])]
+    (out / f"{name}-summary.json").write_text(json.dumps({
+        "gpu": _gpu_name(), "vllm": _vllm_version(), "config": name, "flags": entry["flags"],
+        "healthy_s": entry.get("healthy_s"), "error": entry.get("error"),
+        "levels": [r for r in runs if r is not None and "error" not in r]}, indent=1))
+
+
+def _gpu_name() -> str:
+    try:
+        return subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
+                              capture_output=True, text=True, timeout=30).stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+
+
+def _vllm_version() -> str:
+    from importlib.metadata import version
+    return version("vllm")
 
 
 def main() -> int:
