@@ -4,6 +4,8 @@
     .venv/bin/python bench/sim_ladder_replay.py
     .venv/bin/python bench/sim_ladder_replay.py --set compute_efficiency=0.65 \\
         --front-end-ms 12        # what-if: other engine constants, an API-server delay
+    .venv/bin/python bench/sim_ladder_replay.py --fit compute_efficiency front_end_ms
+                                 # fit on the ladders not held out, report them all
 
 Reads ``results/<gpu>/rate-ladders/<config>-summary.json`` and each level's per-request file
 (`vllm bench serve --save-detailed`: start times, prompt and output lengths, TTFTs, ITLs),
@@ -18,8 +20,10 @@ Per configuration and level it prints and writes (bench/results/sim-ladder-repla
 .json) the real and modelled figures with the relative error, and the capacity bracket at
 the issue's SLO pairs from each curve. A configuration is *held out* when its name is in
 the ladders README's held-out list (``HELD_OUT``, chosen before any fit); no ladder has
-fitted the constants yet, so today every configuration is reported with the constants
-profiles.toml has.
+fitted profiles.toml's constants yet, so by default every configuration is reported with
+them. ``--fit`` fits the named constants on the ladders not held out (Nelder-Mead on the log
+errors of the four latency figures below saturation) and reports every ladder with them; it
+prints and writes its report, never profiles.toml.
 """
 
 from __future__ import annotations
@@ -114,34 +118,79 @@ def ladders(gpus: list[str] | None) -> list[tuple[str, str, list[str], list[tupl
     return out
 
 
-def run(gpus: list[str] | None, consts, front_end_s: float) -> list[dict[str, Any]]:
-    entries = []
+def load(gpus: list[str] | None) -> list[tuple[str, str, list[str], list[tuple[float, dict]]]]:
+    """Every ladder with its levels' per-request data, read once."""
+    out = []
     for gpu, config, flags, rungs in ladders(gpus):
         levels = []
         for rate, file in rungs:
             with gzip.open(file) as f:
-                detail = json.load(f)
+                levels.append((rate, json.load(f)))
+        out.append((gpu, config, flags, levels))
+    return out
+
+
+def run(loaded, consts, front_end_s: float) -> list[dict[str, Any]]:
+    """Each ladder's levels, real and modelled, and its capacity brackets."""
+    entries = []
+    for gpu, config, flags, rungs in loaded:
+        levels = []
+        for rate, detail in rungs:
             real = figures(detail["ttfts"], detail["itls"])
             model = replay_level(detail, sim_flags(flags), gpu, consts, front_end_s)
             levels.append({"rate": rate, "requests": len(detail["ttfts"]), "real": real,
                            "model": model,
                            "error": {k: model[k] / real[k] - 1 for k in METRICS}})
+        finite = [lv for lv in levels if math.isfinite(lv["rate"])]
         entries.append({"gpu": gpu, "config": config, "flags": flags,
                         "held_out": config in HELD_OUT, "levels": levels,
                         "capacity": [{"p99_itl_ms": i, "p99_ttft_ms": t,
-                                      "real": bracket([lv for lv in levels
-                                                       if math.isfinite(lv["rate"])],
-                                                      "real", i, t),
-                                      "model": bracket([lv for lv in levels
-                                                        if math.isfinite(lv["rate"])],
-                                                       "model", i, t)}
+                                      "real": bracket(finite, "real", i, t),
+                                      "model": bracket(finite, "model", i, t)}
                                      for i, t in SLO_PAIRS]})
     return entries
 
 
-def render(entries: list[dict[str, Any]], command: str) -> str:
+FRONT_END = "front_end_ms"  # the fit's name for --front-end-ms
+
+
+def fit(loaded, keys: list[str], consts, front_end_ms: float) -> tuple[Any, float]:
+    """Nelder-Mead on the squared log errors of the four latency figures at every level
+    below saturation of the ladders not held out, from ``consts`` and ``front_end_ms``;
+    ``keys`` names engine constants and ``front_end_ms`` (started at 1 ms when 0). Returns
+    the fitted constants and front-end delay (ms). Held-out ladders never enter the
+    objective."""
+    from scipy.optimize import minimize
+
+    fitting = [lad for lad in loaded if lad[1] not in HELD_OUT]
+    if not fitting:
+        raise SystemExit("error: every ladder is held out; nothing to fit on")
+    fitting = [(g, c, f, [(r, d) for r, d in rungs if math.isfinite(r)])
+               for g, c, f, rungs in fitting]
+
+    def unpack(x):
+        values = dict(zip(keys, x))
+        fe = values.pop(FRONT_END, front_end_ms)
+        return dataclasses.replace(consts, **values), fe
+
+    def loss(x) -> float:
+        if min(x) < 0:
+            return math.inf
+        c, fe = unpack(x)
+        errors = [math.log(lv["error"][k] + 1) for e in run(fitting, c, fe / 1e3)
+                  for lv in e["levels"] for k in METRICS]
+        return sum(e * e for e in errors)
+
+    # a zero start would give the simplex no room on that axis: the delay starts at 1 ms
+    x0 = [(front_end_ms or 1.0) if k == FRONT_END else float(getattr(consts, k)) for k in keys]
+    result = minimize(loss, x0, method="Nelder-Mead",
+                      options={"maxiter": 60 * len(keys), "xatol": 1e-3, "fatol": 1e-4})
+    return unpack(result.x)
+
+
+def render(entries: list[dict[str, Any]], command: str, fitted: str = "") -> str:
     lines = ["# The simulator replaying real rate ladders offline", "",
-             f"Generated by `{command}`. Real / model (error); ms.", ""]
+             f"Generated by `{command}`. Real / model (error); ms.", "", *fitted.splitlines()]
     for e in entries:
         kind = "held out" if e["held_out"] else "not held out"
         lines += [f"## {e['gpu']} {e['config']} ({kind}; flags: {' '.join(e['flags']) or 'none'})",
@@ -165,19 +214,33 @@ def main(argv: list[str] | None = None) -> int:
                     help="an engine constant other than profiles.toml's (repeatable)")
     ap.add_argument("--front-end-ms", type=float, default=0.0,
                     help="delay from a request's arrival to the engine's queue")
+    ap.add_argument("--fit", nargs="+", metavar="NAME",
+                    help="fit these engine constants (and front_end_ms) on the ladders not "
+                         "held out, then report every ladder with the fitted values")
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args(argv)
     consts = engine_constants()
     try:
         overrides = {k: type(getattr(consts, k))(v) for k, v in (s.split("=", 1) for s in args.set)}
         consts = dataclasses.replace(consts, **overrides)
+        unknown = [k for k in args.fit or () if k != FRONT_END and not hasattr(consts, k)]
+        if unknown:
+            raise AttributeError(f"no engine constant {', '.join(unknown)}")
     except (ValueError, AttributeError, TypeError) as exc:
         print(f"error: --set NAME=VALUE with an engine constant's name: {exc}", file=sys.stderr)
         return 2
-    entries = run(args.gpus, consts, args.front_end_ms / 1e3)
+    loaded = load(args.gpus)
+    front_end_ms = args.front_end_ms
+    fitted = ""
+    if args.fit:
+        consts, front_end_ms = fit(loaded, args.fit, consts, front_end_ms)
+        values = {k: front_end_ms if k == FRONT_END else getattr(consts, k) for k in args.fit}
+        fitted = ("Fitted on the ladders not held out: " + ", ".join(
+            f"{k} = {v:.4g}" for k, v in values.items()) + ".\n\n")
+    entries = run(loaded, consts, front_end_ms / 1e3)
     command = "python bench/sim_ladder_replay.py " + " ".join(argv if argv is not None
                                                               else sys.argv[1:])
-    text = render(entries, command.strip())
+    text = render(entries, command.strip(), fitted)
     print(text)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.with_suffix(".md").write_text(text + "\n")
