@@ -10,8 +10,8 @@
 Reads ``results/<gpu>/rate-ladders/<config>-summary.json`` and each level's per-request file
 (`vllm bench serve --save-detailed`: start times, prompt and output lengths, TTFTs, ITLs),
 and replays exactly those arrivals and lengths on ``tuner.sim.openloop.run_open_loop`` with
-the configuration's flags and the GPU's profile. No HTTP, no clock: a ladder takes about a
-second, and the figures carry no client's or server's scheduling noise (the served
+the configuration's flags and the GPU's profile. No HTTP, no clock: far faster than the served
+simulator, and the figures carry no client's or server's scheduling noise (the served
 simulator, ``sim_ladder_error.py``, checks that path). Real and modelled figures are
 computed the same way from per-request values: p99 and median of every ITL, p99 and
 median TTFT. The saturated level (all requests at once) is replayed too.

@@ -46,8 +46,8 @@ START_TIMEOUT_S = 600
 def bench(model: str, port: int, rate: float, prompts: int, seed: int, out: Path,
           name: str) -> dict:
     """One `vllm bench serve` run, in this process: vLLM's benchmark module is imported
-    once (the first call, while the server starts) instead of once a run, which cost each
-    level about as long as the level itself."""
+    once (the first call, while the server starts) rather than in a fresh process per run,
+    which paid vLLM's and torch's imports every time."""
     from vllm.benchmarks.serve import add_cli_args, main as bench_main
     from vllm.utils.argparse_utils import FlexibleArgumentParser
 

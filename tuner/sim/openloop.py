@@ -3,8 +3,8 @@ another finishes (pure, no clock).
 
 This is how a real latency-vs-load ladder is replayed on the model exactly: `vllm bench
 serve --save-detailed` records each request's start time and lengths, and the same times and
-lengths drive the same ``EngineCore`` the HTTP simulator runs, in a fraction of a second
-and without a client's or server's scheduling noise. Per request the result keeps its TTFT
+lengths drive the same ``EngineCore`` the HTTP simulator runs, without a clock and
+without a client's or server's scheduling noise. Per request the result keeps its TTFT
 and its inter-token latencies, as vLLM's benchmark measures them (time from arrival to the
 first token, then between successive tokens).
 """
