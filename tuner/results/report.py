@@ -19,7 +19,7 @@ from tuner.results.lossy import accuracy_line
 from tuner.results.gains import format_gains
 from tuner.results.serve import serve_argv
 from tuner.results.summary import Row, Summary, row
-from tuner.results.table import label, repeat_lines
+from tuner.results.table import REPEATS_HEAD, label, repeat_texts
 from tuner.space import shell_line
 
 STYLE = """body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1100px;color:#222}
@@ -145,10 +145,10 @@ def render(s: Summary, figures: Sequence[Path]) -> str:
         "<p>The default baseline has not been measured (yet); gains need it.</p>"
     front = _rows_table(s, s.front) if s.front else \
         "<p>No measured trial meets the SLOs yet.</p>"
-    again = repeat_lines(s)
+    again = repeat_texts(s)
     if again:
-        front += "<p>" + esc(again[1]) + "</p><ul>" + "".join(
-            f"<li>{esc(line.strip())}</li>" for line in again[2:]) + "</ul>"
+        front += f"<p>{esc(REPEATS_HEAD)}</p><ul>" + "".join(
+            f"<li>{esc(line)}</li>" for line in again) + "</ul>"
     imgs = "".join(f'<p><img src="{esc(p.name)}" alt="{esc(p.stem)}"></p>' for p in figures) \
         or "<p>No measured trial yet: nothing to plot.</p>"
     effects = _effects_table(s) if s.effects else "<p>Too few measured trials to compare.</p>"

@@ -86,21 +86,29 @@ def pareto_text(summary: Summary) -> str:
     return "\n".join(out)
 
 
-def repeat_lines(summary: Summary) -> list[str]:
-    """The later trials of a shown row's flags, with their objectives: a row is its
-    configuration's first trial, and a second start of the same flags is its spread."""
+REPEATS_HEAD = "same flags measured again (a row shows the first trial of its flags):"
+
+
+def repeat_texts(summary: Summary) -> list[str]:
+    """One 'trial 12: also trial 14 (objective figures)' per later trial of a shown row's
+    flags, in trial order: a row is its configuration's first trial, and a second start of
+    the same flags is its spread."""
     rows = [*summary.front, *([summary.default] if summary.default else [])]
     rows = [r for r in {r.record.number: r for r in rows}.values() if r.repeats]
-    if not rows:
-        return []
     formats = {m: f for m, _, f in metric_columns(summary)}
-    out = ["", "same flags measured again (a row shows the first trial of its flags):"]
+    out = []
     for r in sorted(rows, key=lambda r: r.record.number):
         for again in r.repeats:
             figures = ", ".join(f"{o.metric} {_fmt(again.metric(o.metric), formats[o.metric])}"
                                 for o in summary.spec.objectives)
-            out.append(f"  trial {r.record.number}: also trial {again.number} ({figures})")
+            out.append(f"trial {r.record.number}: also trial {again.number} ({figures})")
     return out
+
+
+def repeat_lines(summary: Summary) -> list[str]:
+    """``repeat_texts`` under their heading, as `tuner pareto` prints them (none: no lines)."""
+    lines = repeat_texts(summary)
+    return ["", REPEATS_HEAD, *(f"  {line}" for line in lines)] if lines else []
 
 
 def accuracy_lines(summary: Summary) -> list[str]:
