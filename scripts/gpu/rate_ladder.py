@@ -14,6 +14,7 @@ Workload: random 1024 in / 128 out tokens, ``--ignore-eos``, one seed per rate.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import signal
@@ -133,6 +134,7 @@ def _write(out: Path, name: str, summary: dict) -> None:
         "levels": [r for r in runs if r is not None and "error" not in r]}, indent=1))
 
 
+@functools.lru_cache(maxsize=1)
 def _gpu_name() -> str:
     try:
         return subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
@@ -141,6 +143,7 @@ def _gpu_name() -> str:
         return "unknown"
 
 
+@functools.lru_cache(maxsize=1)
 def _vllm_version() -> str:
     from importlib.metadata import version
     return version("vllm")
