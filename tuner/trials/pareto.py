@@ -45,16 +45,18 @@ def dominates(a: Sequence[float], b: Sequence[float], goals: Sequence[Goal]) -> 
     return all(x <= y for x, y in zip(ma, mb)) and any(x < y for x, y in zip(ma, mb))
 
 
-def unique_configs(records: Sequence[TrialRecord]) -> list[TrialRecord]:
-    """The first record of each distinct effective configuration, in the given order."""
-    seen: set[str] = set()
-    out = []
+def by_config(records: Sequence[TrialRecord]) -> list[list[TrialRecord]]:
+    """The records grouped by effective configuration, each group and the groups in trial
+    order (a group's first record is the configuration's first trial)."""
+    groups: dict[str, list[TrialRecord]] = {}
     for r in sorted(records, key=lambda r: r.number):
-        key = flags_key(r.flags)
-        if key not in seen:
-            seen.add(key)
-            out.append(r)
-    return out
+        groups.setdefault(flags_key(r.flags), []).append(r)
+    return list(groups.values())
+
+
+def unique_configs(records: Sequence[TrialRecord]) -> list[TrialRecord]:
+    """The first record of each distinct effective configuration, in trial order."""
+    return [group[0] for group in by_config(records)]
 
 
 def repeats(records: Sequence[TrialRecord]) -> dict[int, tuple[TrialRecord, ...]]:
@@ -62,15 +64,8 @@ def repeats(records: Sequence[TrialRecord]) -> dict[int, tuple[TrialRecord, ...]
     the same effective flags, in trial order; configurations measured once are absent.
     Those later trials never show on the front themselves, so their figures would be
     lost without this: two starts of one configuration are its spread across starts."""
-    first: dict[str, int] = {}
-    out: dict[int, list[TrialRecord]] = {}
-    for r in sorted(records, key=lambda r: r.number):
-        key = flags_key(r.flags)
-        if key in first:
-            out.setdefault(first[key], []).append(r)
-        else:
-            first[key] = r.number
-    return {n: tuple(rs) for n, rs in out.items()}
+    return {group[0].number: tuple(group[1:]) for group in by_config(records)
+            if len(group) > 1}
 
 
 def candidates(records: Sequence[TrialRecord], goals: Sequence[Goal]) -> list[TrialRecord]:
