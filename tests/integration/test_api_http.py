@@ -13,8 +13,10 @@ import time
 import urllib.error
 import urllib.request
 
+import optuna
 
 from tuner.cli.results import load_summary
+from tuner.trials import queries
 from tuner.testing.studies import make_study
 from tuner.testing.api_procs import api_process
 from tuner.testing.worker_procs import start_worker
@@ -97,8 +99,8 @@ output_len = 16
 max_concurrency = 8
 num_requests = 24
 warmup_requests = 0
-max_client_lag_ms = 50
-min_gap_share = 0.5
+max_client_lag_ms = 10000
+min_gap_share = 0.0
 [search]
 n_trials = 4
 [engine]
@@ -124,9 +126,11 @@ def test_answers_while_a_worker_writes_to_the_study(study_file, tmp_path, run_cl
             time.sleep(0.2)
         assert worker.returncode == 0, (tmp_path / "worker.log").read_text()[-2000:]
         status, _, body = get(f"{base}/studies/live")
-        # (a trial may fail under load and not count: the final count is no lower than any
-        # seen, not necessarily the budget)
-        assert status == 200 and json.loads(body)["counted"] >= max(c for c, _ in seen), body
+        # The final answer is the stored study's. (Not the most seen: a running trial counts,
+        # and one that then fails as an invalid measurement no longer does.)
+        stored = queries.counted(queries.load_records(optuna.load_study(study_name="live",
+                                                                        storage=url)))
+        assert status == 200 and json.loads(body)["counted"] == stored, body
     assert answers >= 10
     # It saw the study grow while the worker wrote. How many of the four
     # counts a poll catches depends on the machine's load, so two suffice.

@@ -3,6 +3,7 @@ loopback, simulated time running fast): the curve it records holds together."""
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 
 import pytest
@@ -10,6 +11,13 @@ import pytest
 from tuner.loadgen import SLO, LoadSpec, WorkloadSpec, run_benchmark
 from tuner.capacity.run import level_load, level_of, run_ladder
 from tuner.loadgen.ladder import LadderPlan, kept_up
+from tuner.sim.config import resolve
+from tuner.sim.core import EngineCore
+from tuner.sim.openloop import run_open_loop
+from tuner.sim.profiles import engine_constants, load_gpu
+from tuner.sim.serveargs import add_serve_flags, engine_flags
+from tuner.sim.shape import LLAMA3_8B
+from tuner.sim.startup import check_start
 from tuner.testing.sim_server import MODEL_NAME, sim_server
 
 pytestmark = pytest.mark.integration
@@ -106,11 +114,28 @@ def _misses(level) -> bool:
                 or level.p99_itl_ms > SLOS.itl_p99_ms)
 
 
+def _engine_bound_rps(n: int = 300) -> float:
+    """The simulated L4's most requests a second at its default flags (server time): ``n``
+    of the workload's requests all arriving at once, replayed offline on the engine core
+    the served simulator runs. No host's load enters it, and the served simulator, with
+    HTTP and a clock, can only be slower."""
+    parser = argparse.ArgumentParser()
+    add_serve_flags(parser)
+    gpu, consts = load_gpu("l4"), engine_constants()
+    cfg = resolve(engine_flags(parser.parse_args(["--model", MODEL_NAME])), LLAMA3_8B, gpu)
+    core = EngineCore(cfg, LLAMA3_8B, gpu, consts, check_start(cfg, LLAMA3_8B, gpu, consts))
+    run = run_open_loop(core, [0.0] * n, [WORKLOAD.input_len] * n, [WORKLOAD.output_len] * n)
+    return n / run.duration_s
+
+
 def test_a_level_past_capacity_stops_once_its_miss_is_certain(ladder, tmp_path):
-    """At twice the saturated rate the queue grows without bound: with ``stop_on_miss``
-    the level stops sending before its schedule ends and its own figures already miss
-    the SLOs; run whole on the same server, the level misses them too."""
-    rate = 2 * ladder[0].curve.saturated_rps
+    """At twice the engine's own bound the queue grows without bound: with
+    ``stop_on_miss`` the level stops sending before its schedule ends and its own figures
+    already miss the SLOs; run whole on the same server, the level misses them too. (The
+    ladder's saturated rate is no such bound: its warm-up keeps 32 requests in flight, and
+    the engine serves more at once.)"""
+    rate = 2 * _engine_bound_rps()
+    assert rate > 2 * ladder[0].curve.saturated_rps
     load = level_load(CLOSED_LOOP, rate, 40.0, TIME_SCALE)
     with sim_server(tmp_path, "--gpu", "l4", time_scale=TIME_SCALE) as url:
         runs = [asyncio.run(run_benchmark(url, MODEL_NAME, WORKLOAD, load, slo=SLOS,
