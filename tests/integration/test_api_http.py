@@ -3,10 +3,8 @@ SQLite and PostgreSQL (and one a simulated worker is writing to)."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
