@@ -95,6 +95,13 @@ def _registered(url, name, pid):
                if key.startswith("tuner.worker."))
 
 
+def _benchmarking(url, name, pid):
+    """The worker with ``pid`` has published that it runs a trial's benchmark."""
+    study = open_study(name, url).study
+    return any(info.get("pid") == pid and info.get("phase") == "benchmark"
+               for key, info in study.user_attrs.items() if key.startswith("tuner.worker."))
+
+
 @pytest.mark.slow
 def test_killed_worker_is_failed_by_heartbeat_and_another_continues(storage_url, study_file,
                                                                      tmp_path):
@@ -111,6 +118,9 @@ def test_killed_worker_is_failed_by_heartbeat_and_another_continues(storage_url,
         assert wait_for(lambda: running_phase(storage_url, "h"), 60)
         b = start_worker("h", storage_url, "1", env=env, log=tmp_path / "b.log")
         assert wait_for(lambda: _registered(storage_url, "h", b.pid), 60)
+        # killed in a benchmark of its own: on a loaded host, a's first trial may have
+        # ended while b registered, and a worker killed between trials leaves none to close
+        assert wait_for(lambda: _benchmarking(storage_url, "h", a.pid), 60)
         os.killpg(a.pid, signal.SIGKILL)
         killed_at = time.time()
         a.wait(timeout=10)
