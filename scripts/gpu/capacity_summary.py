@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import statistics
 import sys
-from pathlib import Path
 from typing import Any
 
 import optuna

@@ -1,7 +1,5 @@
 """Studies in storage, on SQLite and PostgreSQL: create, idempotence, conflicts, listing."""
 
-import json
-
 import optuna
 import pytest
 

@@ -6,7 +6,6 @@ import os
 import signal
 import time
 
-import optuna
 import pytest
 from optuna.trial import TrialState
 

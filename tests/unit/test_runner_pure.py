@@ -1,6 +1,5 @@
 """Pure parts of the runner: argv rendering, log parsing, failure classes."""
 
-from pathlib import Path
 
 import pytest
 
