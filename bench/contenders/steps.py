@@ -14,7 +14,7 @@ import numpy as np
 from optuna.distributions import (BaseDistribution, CategoricalDistribution,
                                   FloatDistribution, IntDistribution)
 
-from tuner.space.distributions import clip
+from tuner.space.distributions import clip, movable  # noqa: F401  (proposer reads it here)
 
 # Moves from the default, one or two flags each: {flag: step}; a step is ["x", factor]
 # (log-scaled flags), ["+", delta] or ["=", value]. Numeric steps can be extended later.
