@@ -99,9 +99,13 @@ def session_for(concurrency: int | None, timeout_s: float) -> aiohttp.ClientSess
 
 def prepare(plan: ShardPlan) -> _Source:
     """Build the share's request bodies before the run starts, then set the garbage
-    collector aside for the run (a full collection in the middle would stall the loop)."""
+    collector aside for the run: every object alive is frozen, so no collection in the
+    middle scans the process's whole heap and stalls the loop. Only the young generations
+    are collected first: a full collection would scan that heap before every run, and the
+    older garbage it would free waits for the first full collection after the run, which
+    unfreezes it."""
     source = _Source(plan)
-    gc.collect()
+    gc.collect(1)
     gc.freeze()
     return source
 
