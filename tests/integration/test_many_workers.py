@@ -4,6 +4,7 @@ the same time never ran the same flags (the sampler sees running trials: constan
 
 The machine has two cores: the workload is tiny (8 requests of 64/8 tokens)."""
 
+import collections
 import itertools
 
 import pytest
@@ -54,8 +55,9 @@ def test_eight_workers_record_every_trial_once_and_run_distinct_flags(pg_admin, 
     launched = [t for t in trials if t.user_attrs["outcome"] != record.DUPLICATE
                 and t.user_attrs.get("command")]
     # each server that ran is exactly one recorded trial
-    assert sorted(map(tuple, watcher.servers())) == sorted(
-        tuple(t.user_attrs["command"]) for t in launched)
+    servers = sorted(map(tuple, watcher.servers()))
+    recorded = sorted(tuple(t.user_attrs["command"]) for t in launched)
+    assert servers == recorded, _unmatched(servers, launched)
     counted = [t for t in trials if t.user_attrs["outcome"] != record.DUPLICATE]
     assert TRIALS <= len(counted) <= TRIALS + WORKERS - 1  # workers that asked together
     assert len({t.user_attrs["worker"] for t in trials}) == WORKERS
@@ -72,3 +74,18 @@ def test_eight_workers_record_every_trial_once_and_run_distinct_flags(pg_admin, 
     model_based = [t for t in ran if t.number >= 3 + 8]
     assert len({record.flags_key(t.user_attrs["flags"]) for t in model_based}) >= \
         len(model_based) - 2
+
+
+def _unmatched(servers, launched) -> str:
+    """What differs between the servers seen and the trials recorded: each server no trial
+    names, and each trial (number, worker, state, outcome, failure) whose server was not
+    seen or was seen a number of times other than once."""
+    seen = collections.Counter(servers)
+    named = collections.Counter(tuple(t.user_attrs["command"]) for t in launched)
+    lines = [f"server seen {n}x, recorded {named[c]}x: port {c[c.index('--port') + 1]}"
+             for c, n in seen.items() if named[c] != n]
+    lines += [f"trial {t.number} ({t.user_attrs.get('worker')}, {t.state.name}, "
+              f"{t.user_attrs.get('outcome')}, {t.user_attrs.get('failure')}) seen "
+              f"{seen[tuple(t.user_attrs['command'])]}x" for t in launched
+              if seen[tuple(t.user_attrs["command"])] != named[tuple(t.user_attrs["command"])]]
+    return "\n".join(lines)
