@@ -78,9 +78,13 @@ def test_server_killed_mid_benchmark_fails_the_trial_and_the_next_runs(study_fil
                         log=tmp_path / "worker.log")
     with ServerWatcher([proc.pid]) as watcher:
         assert wait_for(lambda: running_phase(url, "k"), 60)
-        (server_pid,) = watcher.seen
+        ((server_pid, argv),) = watcher.seen.items()
+        # its port is reserved among the box's workers while its trial runs
+        port = argv[argv.index("--port") + 1]
+        assert [p.name for p in (tmp_path / "ports").iterdir()] == [f"{port}.lock"]
         os.kill(server_pid, signal.SIGKILL)
         assert proc.wait(timeout=240) == 0, (tmp_path / "worker.log").read_text()[-3000:]
+    assert list((tmp_path / "ports").iterdir()) == []
     first, second = sorted(trials_of("k", url), key=lambda t: t.number)[:2]
     assert first.state == TrialState.FAIL
     assert first.user_attrs["failure"]["class"] == "crash-during-benchmark"

@@ -10,7 +10,7 @@ import os
 from typing import Any, Mapping
 
 from tuner.engine import command, preimport
-from tuner.engine.ports import free_port
+from tuner.engine.ports import reserved_port
 from tuner.engine.supervisor import Starter, plain_start
 from tuner.runner import crosscheck
 from tuner.runner.guard import Guard
@@ -27,19 +27,21 @@ def run(spec: StudySpec, launch_flags: Mapping[str, Any], number: int, slot: Slo
     """Measure ``launch_flags`` as trial ``number`` on ``slot``; ``confirm`` says how many
     confirmation runs a first measured run gets, ``guard`` checks a measured trial's outputs
     (timed as phase ``accuracy``), and the slot's ``crosscheck`` runs `vllm bench serve` on
-    the same server."""
-    plan = compile_trial(spec, launch_flags, free_port(), slot.gpus, cache_root=slot.cache,
-                         inherited=os.environ)
-    steps = []
-    if confirm is not None and plan.benchmark.ladder is None:  # a ladder's levels repeat
-        steps.append(confirm_step(plan, confirm))
-    if guard is not None:
-        steps.append(accuracy_step(spec, plan, guard, number))
-    if slot.crosscheck:
-        steps.append(crosscheck_step(spec, plan, preimport.for_study(
-            spec, slot.logs / "crosscheck", also=crosscheck.BENCH_ALSO)))
-    return measure(plan, slot, base, phase, steps, log_name=f"trial-{number:05d}",
-                   starter=preimport.for_study(spec, slot.logs))
+    the same server. The server's port is reserved among this box's workers
+    (``ports.reserved_port``) until the trial ends."""
+    with reserved_port() as port:
+        plan = compile_trial(spec, launch_flags, port, slot.gpus, cache_root=slot.cache,
+                             inherited=os.environ)
+        steps = []
+        if confirm is not None and plan.benchmark.ladder is None:  # a ladder's levels repeat
+            steps.append(confirm_step(plan, confirm))
+        if guard is not None:
+            steps.append(accuracy_step(spec, plan, guard, number))
+        if slot.crosscheck:
+            steps.append(crosscheck_step(spec, plan, preimport.for_study(
+                spec, slot.logs / "crosscheck", also=crosscheck.BENCH_ALSO)))
+        return measure(plan, slot, base, phase, steps, log_name=f"trial-{number:05d}",
+                       starter=preimport.for_study(spec, slot.logs))
 
 
 def our_levels(server, plan: TrialPlan) -> crosscheck.OurLevel:
