@@ -93,3 +93,30 @@ def test_a_beat_lost_to_an_outage_never_closes_the_workers_own_trial(storage_url
     states = {t.number: t.state for t in study.get_trials(deepcopy=False)}
     assert states[mine.number] == TrialState.RUNNING
     assert states[dead.number] == TrialState.FAIL
+
+
+def test_a_closed_trial_with_a_queued_retry_spends_no_budget_until_the_retry_runs(
+        storage_url):
+    """A trial closed by a heartbeat is retried once (as tuner opens its storage); the
+    retry stands for it in the budget, so a study whose last trial's worker died still
+    runs that trial again instead of ending with the retry queued."""
+    from tuner.trials import load_records, queries
+
+    storage = optuna.storages.RDBStorage(
+        storage_url, heartbeat_interval=1, grace_period=1,
+        heartbeat_stale_trial_callback=optuna.storages.RetryHeartbeatStaleTrialCallback(
+            max_retry=1))
+    study = optuna.create_study(storage=storage, study_name="retry")
+    study.tell(study.ask(), 1.0)
+    reg = Registration(study, (0,), interval_s=3600)
+    reg.beat()
+    taken = study.ask()
+    reg.running(taken)  # ... and the worker dies here
+    time.sleep(2.5)
+    optuna.storages.fail_stale_trials(study)
+    records = load_records(study)
+    (retry,) = [r for r in records if r.retry_of == taken.number]
+    assert records[taken.number].state == "fail" and retry.state == "waiting"
+    assert queries.counted(records) == 1  # the measured one; the closed one waits its retry
+    assert study.ask().number == retry.number  # queued: asked first
+    assert queries.counted(load_records(study)) == 2

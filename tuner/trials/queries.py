@@ -25,12 +25,18 @@ from tuner.trials.record import (COMPLETE, DEFAULT_BASELINE, DUPLICATE, FAIL, IN
                                  flags_key)
 
 
+# Where Optuna's heartbeat retry (``RetryHeartbeatStaleTrialCallback``) names the closed
+# trial that a queued copy runs again.
+RETRY_OF = "failed_trial"
+
+
 def from_frozen(t: FrozenTrial) -> TrialRecord:
     """The record of a stored trial (pure: reads only the given object)."""
     return TrialRecord.from_user_attrs(
         t.user_attrs, number=t.number, state=t.state.name.lower(),
         values=tuple(float(v) for v in t.values) if t.values is not None else None,
-        constraints=dict(t.constraints or {}), trial_id=optuna_adapter.frozen_trial_id(t))
+        constraints=dict(t.constraints or {}), trial_id=optuna_adapter.frozen_trial_id(t),
+        retry_of=t.system_attrs.get(RETRY_OF))
 
 
 def load_records(study: optuna.Study) -> tuple[TrialRecord, ...]:
@@ -50,10 +56,14 @@ def measured_the_client(r: TrialRecord) -> bool:
 
 def counted(records: Sequence[TrialRecord]) -> int:
     """Trials that spend the study's budget: finished or running, not duplicates, stopped
-    trials or invalid measurements."""
+    trials or invalid measurements, nor a trial closed by a heartbeat that has a retry
+    (the retry stands for it: counted once it runs, and it is run even when the closed
+    trial was the budget's last)."""
+    retried = {r.retry_of for r in records if r.retry_of is not None}
     return sum(1 for r in records
                if r.state == RUNNING or (r.state == COMPLETE and r.outcome != DUPLICATE)
-               or (r.state == FAIL and r.outcome != STOPPED and not measured_the_client(r)))
+               or (r.state == FAIL and r.outcome != STOPPED and not measured_the_client(r)
+                   and r.number not in retried))
 
 
 def best_value(records: Sequence[TrialRecord], direction: str) -> float | None:

@@ -2,7 +2,8 @@
 and the API.
 
 ``TrialRecord`` is one frozen, typed record per trial. Its trial fields (``number``,
-``state``, ``values``, ``constraints``, ``trial_id``) come from Optuna; every other field is
+``state``, ``values``, ``constraints``, ``trial_id``, ``retry_of``) come from Optuna; every
+other field is
 one of the trial's user attributes, stored under the field's own name, so each key is
 spelled once: here. ``to_user_attrs()`` writes the attributes (JSON-safe, fields at their
 default left out) and ``from_user_attrs()`` / ``from_frozen()`` read them back; keys this
@@ -81,7 +82,7 @@ REFERENCE_BASELINE = "reference"  # the default again, on a later worker's host 
 
 # Optuna's trial states as the records spell them (``TrialState.name.lower()``).
 COMPLETE, FAIL, RUNNING, WAITING = "complete", "fail", "running", "waiting"
-TRIAL_FIELDS = ("number", "state", "values", "constraints", "trial_id")
+TRIAL_FIELDS = ("number", "state", "values", "constraints", "trial_id", "retry_of")
 
 
 @dataclass(frozen=True)
@@ -122,6 +123,7 @@ class TrialRecord:
     values: tuple[float, ...] | None = None
     constraints: Mapping[str, float] = field(default_factory=dict)
     trial_id: int | None = None             # the storage's id (for the dashboard's notes)
+    retry_of: int | None = None             # a heartbeat's retry: the closed trial it repeats
     # user attributes
     outcome: Outcome | None = None          # None while not told
     flags: Mapping[str, Any] = field(default_factory=dict)   # effective, every tuned flag
