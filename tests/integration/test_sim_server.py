@@ -22,7 +22,8 @@ import pytest
 from tuner.loadgen import LoadSpec, WorkloadSpec, run_benchmark
 from tuner.loadgen.trace import read_trace
 from tuner.testing.sim_trace import trace_itls_ms, trace_ttfts_ms
-from tuner.testing.sim_server import LLAMA3_8B, free_port, stop
+from tuner.engine.ports import free_port
+from tuner.testing.sim_server import LLAMA3_8B, stop
 
 pytestmark = pytest.mark.integration
 TIME_SCALE = 1.0

