@@ -42,13 +42,10 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tuner.sim.config import resolve  # noqa: E402
-from tuner.sim.core import EngineCore  # noqa: E402
-from tuner.sim.openloop import run_open_loop  # noqa: E402
-from tuner.sim.profiles import engine_constants, load_gpu  # noqa: E402
-from tuner.sim.serveargs import add_serve_flags, engine_flags  # noqa: E402
-from tuner.sim.shape import LLAMA3_8B  # noqa: E402
-from tuner.sim.startup import StartFailure, check_start  # noqa: E402
+from tuner.sim.openloop import engine_core, run_open_loop  # noqa: E402
+from tuner.sim.profiles import engine_constants  # noqa: E402
+from tuner.sim.serveargs import parse_engine_flags  # noqa: E402
+from tuner.sim.startup import StartFailure  # noqa: E402
 
 OUT = ROOT / "bench/results/sim-ladder-replay"
 # Named in results/h100/rate-ladders/README.md before any fit.
@@ -80,21 +77,11 @@ def bracket(levels: list[dict[str, Any]], side: str, itl: float, ttft: float) ->
     return f"at least {held:g}" if held is not None else "no level"
 
 
-def sim_flags(flags: list[str]) -> dict[str, Any]:
-    """The simulator's engine flags from a ladder's vLLM command-line flags."""
-    p = argparse.ArgumentParser()
-    add_serve_flags(p)
-    return engine_flags(p.parse_args(["--model", "m", *flags]))
-
-
 def replay_level(detail: dict[str, Any], flags: dict[str, Any], gpu: str, consts,
                  front_end_s: float) -> dict[str, float]:
-    g = load_gpu(gpu)
-    cfg = resolve(flags, LLAMA3_8B, g)
-    plan = check_start(cfg, LLAMA3_8B, g, consts)
-    if isinstance(plan, StartFailure):
-        raise SystemExit(f"error: the model refuses {flags}: {plan.message}")
-    core = EngineCore(cfg, LLAMA3_8B, g, consts, plan)
+    core = engine_core(flags, gpu, consts)
+    if isinstance(core, StartFailure):
+        raise SystemExit(f"error: the model refuses {flags}: {core.message}")
     order = np.argsort(detail["start_times"], kind="stable")
     run = run_open_loop(core, [detail["start_times"][i] for i in order],
                         [detail["input_lens"][i] for i in order],
@@ -143,7 +130,7 @@ def run(loaded: Loaded, consts, front_end_s: float) -> list[dict[str, Any]]:
     """Each ladder's levels, real and modelled, and its capacity brackets."""
     entries = []
     for gpu, config, flags, rungs in loaded:
-        engine = sim_flags(flags)
+        engine = parse_engine_flags(flags)
         levels = []
         for rate, detail, real in rungs:
             model = replay_level(detail, engine, gpu, consts, front_end_s)

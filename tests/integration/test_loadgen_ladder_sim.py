@@ -3,7 +3,6 @@ loopback, simulated time running fast): the curve it records holds together."""
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 
 import pytest
@@ -11,13 +10,8 @@ import pytest
 from tuner.loadgen import SLO, LoadSpec, WorkloadSpec, run_benchmark
 from tuner.capacity.run import level_load, level_of, run_ladder
 from tuner.loadgen.ladder import LadderPlan, kept_up
-from tuner.sim.config import resolve
-from tuner.sim.core import EngineCore
-from tuner.sim.openloop import run_open_loop
-from tuner.sim.profiles import engine_constants, load_gpu
-from tuner.sim.serveargs import add_serve_flags, engine_flags
-from tuner.sim.shape import LLAMA3_8B
-from tuner.sim.startup import check_start
+from tuner.sim.openloop import engine_core, run_open_loop
+from tuner.sim.serveargs import parse_engine_flags
 from tuner.testing.sim_server import MODEL_NAME, sim_server
 
 pytestmark = pytest.mark.integration
@@ -119,11 +113,7 @@ def _engine_bound_rps(n: int = 300) -> float:
     of the workload's requests all arriving at once, replayed offline on the engine core
     the served simulator runs. No host's load enters it, and the served simulator, with
     HTTP and a clock, can only be slower."""
-    parser = argparse.ArgumentParser()
-    add_serve_flags(parser)
-    gpu, consts = load_gpu("l4"), engine_constants()
-    cfg = resolve(engine_flags(parser.parse_args(["--model", MODEL_NAME])), LLAMA3_8B, gpu)
-    core = EngineCore(cfg, LLAMA3_8B, gpu, consts, check_start(cfg, LLAMA3_8B, gpu, consts))
+    core = engine_core(parse_engine_flags([]), "l4")
     run = run_open_loop(core, [0.0] * n, [WORKLOAD.input_len] * n, [WORKLOAD.output_len] * n)
     return n / run.duration_s
 

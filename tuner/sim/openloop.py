@@ -12,10 +12,14 @@ first token, then between successive tokens).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Mapping, Sequence
 
+from tuner.sim.config import resolve
 from tuner.sim.core import EngineCore
+from tuner.sim.profiles import EngineConstants, engine_constants, load_gpu
 from tuner.sim.scheduler import Request
+from tuner.sim.shape import LLAMA3_8B, ModelShape
+from tuner.sim.startup import StartFailure, check_start
 
 
 @dataclass(frozen=True)
@@ -26,6 +30,17 @@ class OpenLoopRun:
     itls: tuple[tuple[float, ...], ...]
     duration_s: float  # first arrival to last token
     output_tokens: int
+
+
+def engine_core(flags: Mapping[str, Any], gpu: str, consts: EngineConstants | None = None,
+                shape: ModelShape = LLAMA3_8B) -> EngineCore | StartFailure:
+    """A fresh engine core for the engine ``flags`` on GPU profile ``gpu`` (with constants
+    ``consts``, by default the profiles' own), as the served simulator builds it; the start's
+    failure where vLLM would refuse the flags."""
+    g, consts = load_gpu(gpu), consts or engine_constants()
+    cfg = resolve(flags, shape, g)
+    plan = check_start(cfg, shape, g, consts)
+    return plan if isinstance(plan, StartFailure) else EngineCore(cfg, shape, g, consts, plan)
 
 
 def run_open_loop(core: EngineCore, arrivals: Sequence[float], prompt_lens: Sequence[int],

@@ -4,7 +4,7 @@ to ``python -m vllm.entrypoints.openai.api_server``), plus ``--gpu`` and ``--tim
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import Any, Sequence
 
 from tuner.sim.profiles import gpu_names
 
@@ -169,3 +169,11 @@ def engine_flags(args: argparse.Namespace) -> dict[str, Any]:
         "max_long_partial_prefills": args.max_long_partial_prefills,
         "scheduling_policy": args.scheduling_policy,
     }
+
+
+def parse_engine_flags(argv: Sequence[str]) -> dict[str, Any]:
+    """The engine flags dict of `vllm serve` flags ``argv`` (without the model), as the
+    simulator would read them."""
+    parser = argparse.ArgumentParser()
+    add_serve_flags(parser)
+    return engine_flags(parser.parse_args(["--model", "m", *argv]))
