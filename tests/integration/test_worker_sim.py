@@ -93,17 +93,20 @@ def test_server_killed_mid_benchmark_fails_the_trial_and_the_next_runs(study_fil
     assert second.state == TrialState.COMPLETE
 
 
-def _registered(url, name, pid):
+def _published(url, name, pid) -> dict | None:
+    """What the worker with ``pid`` has published of itself (None before it registered)."""
     study = open_study(name, url).study
-    return any(info.get("pid") == pid for key, info in study.user_attrs.items()
-               if key.startswith("tuner.worker."))
+    return next((info for key, info in study.user_attrs.items()
+                 if key.startswith("tuner.worker.") and info.get("pid") == pid), None)
+
+
+def _registered(url, name, pid):
+    return _published(url, name, pid) is not None
 
 
 def _benchmarking(url, name, pid):
     """The worker with ``pid`` has published that it runs a trial's benchmark."""
-    study = open_study(name, url).study
-    return any(info.get("pid") == pid and info.get("phase") == "benchmark"
-               for key, info in study.user_attrs.items() if key.startswith("tuner.worker."))
+    return (_published(url, name, pid) or {}).get("phase") == "benchmark"
 
 
 @pytest.mark.slow
