@@ -9,15 +9,16 @@ from pathlib import Path
 from tuner.errors import TunerError
 
 
-def writable_folder(path: Path, what: str, error: type[TunerError] = TunerError) -> Path:
+def writable_folder(path: Path, what: str, error: type[TunerError] = TunerError,
+                    remedy: str = "set TUNER_HOME to a writable folder") -> Path:
     """``path``, made if missing and proved writable by writing a file there (permission
     bits alone say nothing for root); else ``error`` naming the folder, the reason and
-    what to do."""
+    what to do (``remedy``: the setting that moves the folder)."""
     try:
         path.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryFile(dir=path):
             pass
     except OSError as e:
         raise error(f"cannot write {what} in {path}: {e.strerror or e}; make it writable "
-                    "or set TUNER_HOME to a writable folder") from e
+                    f"or {remedy}") from e
     return path

@@ -3,6 +3,7 @@ its lock goes with its holder (real processes, real flocks)."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -65,3 +66,18 @@ def test_only_held_ports_drawn_is_a_one_line_launch_error(tmp_path):
     finally:
         proc.stdin.close()
         proc.wait(timeout=30)
+
+
+def test_an_unwritable_lock_folder_names_tmpdir_the_setting_that_moves_it(tmp_path):
+    # a file where the box's folder of port locks should be: no user, root included, can
+    # make the folder there
+    blocked = tmp_path / f"tuner-ports-{os.getuid()}"
+    blocked.write_text("")
+    code = ("from tuner.engine.ports import reserved_port\n"
+            "with reserved_port(): pass\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60, env={**os.environ, "TMPDIR": str(tmp_path)})
+    assert done.returncode != 0
+    line = done.stderr.strip().splitlines()[-1]
+    assert line.startswith(f"tuner.errors.LaunchError: cannot write the port locks in {blocked}:"), line
+    assert line.endswith("set TMPDIR to a writable folder"), line

@@ -22,7 +22,7 @@ import pytest
 from tuner.loadgen import LoadSpec, WorkloadSpec, run_benchmark
 from tuner.loadgen.trace import read_trace
 from tuner.testing.sim_trace import trace_itls_ms, trace_ttfts_ms
-from tuner.engine.ports import free_port
+from tuner.engine.ports import free_port, reserved_port
 from tuner.testing.sim_server import LLAMA3_8B, stop
 
 pytestmark = pytest.mark.integration
@@ -46,13 +46,14 @@ def command(model_dir: Path, *flags: str, cli: bool = False) -> list[str]:
 
 @contextlib.contextmanager
 def server(model_dir: Path, *flags: str, time_scale: float = TIME_SCALE):
-    port = free_port()
-    proc = subprocess.Popen(
-        command(model_dir, "--host", "127.0.0.1", "--port", str(port), "--time-scale",
-                str(time_scale), "--load-format", "dummy", *flags),
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    url = f"http://127.0.0.1:{port}"
-    try:
+    """A simulator serving on a port reserved among this box's processes; (url, process)."""
+    with contextlib.ExitStack() as stack:
+        port = stack.enter_context(reserved_port())
+        proc = subprocess.Popen(
+            command(model_dir, "--host", "127.0.0.1", "--port", str(port), "--time-scale",
+                    str(time_scale), "--load-format", "dummy", *flags),
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        stack.callback(stop, proc)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             if proc.poll() is not None:
@@ -61,9 +62,7 @@ def server(model_dir: Path, *flags: str, time_scale: float = TIME_SCALE):
                 socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
                 break
             time.sleep(0.05)
-        yield url, proc
-    finally:
-        stop(proc)
+        yield f"http://127.0.0.1:{port}", proc
 
 
 async def _get(url: str) -> tuple[int, str, dict]:

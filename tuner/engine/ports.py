@@ -47,7 +47,8 @@ def reserved_port(draw: Callable[[], int] = free_port,
     process holds until the block ends; ports whose lock another process holds are drawn
     again. LaunchError when ``DRAWS`` draws in a row are all held, or the folder cannot be
     written."""
-    folder = writable_folder(folder or locks_folder(), "the port locks", LaunchError)
+    folder = writable_folder(folder or locks_folder(), "the port locks", LaunchError,
+                             remedy="set TMPDIR to a writable folder")
     for _ in range(DRAWS):
         port = draw()
         fd = _lock(folder / f"{port}.lock")

@@ -38,12 +38,13 @@ def _ppid_map() -> dict[int, int]:
     return out
 
 
-def descendants(pid: int) -> list[int]:
-    """Every living process below ``pid`` (not ``pid`` itself)."""
+def descendants(*roots: int) -> list[int]:
+    """Every living process below any of ``roots`` (not the roots themselves), from one
+    reading of the process table."""
     children: dict[int, list[int]] = {}
     for child, parent in _ppid_map().items():
         children.setdefault(parent, []).append(child)
-    found, stack = [], [pid]
+    found, stack = [], list(roots)
     while stack:
         for child in children.get(stack.pop(), []):
             found.append(child)

@@ -49,13 +49,12 @@ class ServerWatcher:
     def _run(self) -> None:
         try:
             while not self._stop.wait(0.1):
-                for root in self.roots:
-                    for pid in proctree.descendants(root):
-                        key = (pid, proctree.started(pid))
-                        if key[1] is not None and key not in self._runs:  # None: gone
-                            argv = proctree.cmdline(pid)
-                            if "--port" in argv and self.marker in argv:
-                                self._runs[key] = self.seen[pid] = argv
+                for pid in proctree.descendants(*self.roots):
+                    key = (pid, proctree.started(pid))
+                    if key[1] is not None and key not in self._runs:  # None: gone
+                        argv = proctree.cmdline(pid)
+                        if "--port" in argv and self.marker in argv:
+                            self._runs[key] = self.seen[pid] = argv
         except Exception as e:  # said by servers(): a watcher that stopped saw too little
             self._error = e
 
