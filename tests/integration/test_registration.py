@@ -3,12 +3,18 @@ its worker and has a heartbeat from the moment the worker takes it."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import textwrap
 import time
 
 import optuna
 import pytest
 from optuna.trial import TrialState
 
+from tuner import optuna_adapter
+from tuner.storage.database import open_storage
 from tuner.storage.registry import PREFIX, Registration
 
 
@@ -120,3 +126,33 @@ def test_a_closed_trial_with_a_queued_retry_spends_no_budget_until_the_retry_run
     assert queries.counted(records) == 1  # the measured one; the closed one waits its retry
     assert study.ask().number == retry.number  # queued: asked first
     assert queries.counted(load_records(study)) == 2
+
+
+SWEEPER = textwrap.dedent('''
+    import sys, time
+    import optuna
+    from tuner.storage.database import open_storage
+    url, name, *ats = sys.argv[1:]
+    study = optuna.load_study(study_name=name, storage=open_storage(url, heartbeat=True))
+    for at in map(float, ats):
+        time.sleep(max(0.0, at - time.time()))
+        optuna.storages.fail_stale_trials(study)
+        print(study.get_trials(deepcopy=False)[0].state.name, flush=True)
+''')
+
+
+def test_a_beat_one_interval_late_keeps_its_trial_and_two_intervals_close_it(storage_url):
+    """A worker's grace is two heartbeat intervals (Optuna's default, and when `tuner
+    status` calls a worker dead): a trial whose last beat is 1.75 intervals old stays
+    running (a slow database delays a live worker's beat), one 2.2 intervals old is
+    failed. Swept by a worker process's own storage, heartbeat 6 s."""
+    study = optuna.create_study(study_name="late", storage=open_storage(storage_url))
+    trial = study.ask()
+    optuna_adapter.record_heartbeat(study, optuna_adapter.trial_id(trial))
+    beat = time.time()
+    done = subprocess.run([sys.executable, "-c", SWEEPER, storage_url, "late",
+                           str(beat + 10.5), str(beat + 13.2)],
+                          env={**os.environ, "TUNER_HEARTBEAT_S": "6"},
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["RUNNING", "FAIL"], done.stdout

@@ -31,10 +31,11 @@ from tuner.settings import settings
 log = logging.getLogger(__name__)
 
 # A worker beats every HEARTBEAT_S; a running trial whose last beat is older than GRACE_S
-# (one and a half intervals) is failed by the next worker that looks, so a dead worker's
-# trial is closed within two intervals.
+# (two intervals, Optuna's own default, and the age at which `tuner status` calls a worker
+# dead) is failed by the next worker that looks, so a dead worker's trial is closed within
+# three intervals, and a live worker's beat may be up to one interval late.
 HEARTBEAT_S = settings().heartbeat_s
-GRACE_S = HEARTBEAT_S + max(1, HEARTBEAT_S // 2)
+GRACE_S = 2 * HEARTBEAT_S
 SCHEMA_RACE_TRIES = 5
 
 
