@@ -132,27 +132,37 @@ SWEEPER = textwrap.dedent('''
     import sys, time
     import optuna
     from tuner.storage.database import open_storage
-    url, name, *ats = sys.argv[1:]
+    url, name = sys.argv[1:]
     study = optuna.load_study(study_name=name, storage=open_storage(url, heartbeat=True))
-    for at in map(float, ats):
-        time.sleep(max(0.0, at - time.time()))
+    print("ready", flush=True)
+    beat, *ages = map(float, sys.stdin.readline().split())
+    for age in ages:
+        time.sleep(max(0.0, beat + age - time.time()))
+        swept = time.time() - beat
         optuna.storages.fail_stale_trials(study)
-        print(study.get_trials(deepcopy=False)[0].state.name, flush=True)
+        print(study.get_trials(deepcopy=False)[0].state.name, round(swept, 1), flush=True)
 ''')
 
 
 def test_a_beat_one_interval_late_keeps_its_trial_and_two_intervals_close_it(storage_url):
     """A worker's grace is two heartbeat intervals (Optuna's default, and when `tuner
     status` calls a worker dead): a trial whose last beat is 1.75 intervals old stays
-    running (a slow database delays a live worker's beat), one 2.2 intervals old is
-    failed. Swept by a worker process's own storage, heartbeat 6 s."""
+    running (a slow database delays a live worker's beat), one 2.25 intervals old is
+    failed. Swept by a worker process's own storage (heartbeat 10 s), opened before the
+    beat, so that its imports on a loaded host do not age the beat."""
     study = optuna.create_study(study_name="late", storage=open_storage(storage_url))
     trial = study.ask()
-    optuna_adapter.record_heartbeat(study, optuna_adapter.trial_id(trial))
-    beat = time.time()
-    done = subprocess.run([sys.executable, "-c", SWEEPER, storage_url, "late",
-                           str(beat + 10.5), str(beat + 13.2)],
-                          env={**os.environ, "TUNER_HEARTBEAT_S": "6"},
-                          capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.split() == ["RUNNING", "FAIL"], done.stdout
+    sweeper = subprocess.Popen([sys.executable, "-c", SWEEPER, storage_url, "late"],
+                               env={**os.environ, "TUNER_HEARTBEAT_S": "10"},
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    try:
+        assert sweeper.stdout.readline() == "ready\n", sweeper.communicate(timeout=60)
+        optuna_adapter.record_heartbeat(study, optuna_adapter.trial_id(trial))
+        out, err = sweeper.communicate(f"{time.time()} 17.5 22.5\n", timeout=120)
+    finally:
+        sweeper.kill()
+    assert sweeper.returncode == 0, err[-2000:]
+    (first, age1), (second, _) = [line.split() for line in out.splitlines()]
+    assert float(age1) < 20, f"the first sweep came {age1} s after the beat: host too slow"
+    assert [first, second] == ["RUNNING", "FAIL"], out
