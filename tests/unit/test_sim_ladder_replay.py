@@ -50,8 +50,9 @@ def test_a_constant_the_engine_lacks_is_refused(capsys):
 
 
 def test_a_fit_never_reads_a_held_out_ladder(monkeypatch):
-    loaded = replay.load(["h100"])
-    assert {c for _, c, _, _ in loaded} >= {"default", "chunked-512"}
+    # two ladders are enough to show it (a fit replays every ladder it reads, many times)
+    loaded = [x for x in replay.load(["h100"]) if x[1] in ("default", "chunked-512")]
+    assert {c for _, c, _, _ in loaded} == {"default", "chunked-512"}
     consts = replay.engine_constants()
     monkeypatch.setattr(replay, "HELD_OUT", frozenset({"chunked-512"}))
     with_it, fe1 = replay.fit(loaded, ["compute_efficiency"], consts, 0.0)
