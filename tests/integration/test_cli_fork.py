@@ -10,6 +10,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from tuner.engine import forkclient
 from tuner.testing.cli_fork import ForkedTuner, run_tuner, start_tuner
 
 STUDIES = Path(__file__).resolve().parents[2] / "studies"
@@ -50,3 +53,18 @@ def test_an_environment_that_could_change_the_imports_gets_a_plain_process(tmp_p
     proc = start_tuner(["--help"], env=env, stdout=tmp_path / "out")
     assert isinstance(proc, subprocess.Popen) and proc.wait(60) == 0
     assert "usage: tuner" in (tmp_path / "out").read_text()
+
+
+def test_a_forked_commands_cpu_is_reported_once_it_exits(tmp_path):
+    """The supervisor reaps a forked command and reports its CPU seconds with its exit code,
+    and this process counts them (what the suite's CPU meter charges to the test)."""
+    shutil.copytree(STUDIES / "models", tmp_path / "models")
+    shutil.copy(STUDIES / "demo-sim.toml", tmp_path / "demo.toml")
+    env = {**os.environ, "TUNER_HOME": str(tmp_path / "home")}
+    env.pop("TUNER_STORAGE", None)
+    before = forkclient.reaped_cpu_s()
+    proc = start_tuner(["study", "create", "demo.toml"], env=env, cwd=tmp_path)
+    assert isinstance(proc, ForkedTuner)
+    assert proc.wait(120) == 0
+    assert proc.child.cpu_s > 0
+    assert forkclient.reaped_cpu_s() - before == pytest.approx(proc.child.cpu_s)

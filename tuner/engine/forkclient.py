@@ -98,19 +98,35 @@ class ForkServer:
             self.proc.wait()
 
 
+_reaped_cpu_s = 0.0
+
+
+def reaped_cpu_s() -> float:
+    """CPU seconds of every forked process whose exit this process has seen (its supervisor
+    reaped it, with the descendants it reaped itself): what ``resource.RUSAGE_CHILDREN``
+    would count had this process started them."""
+    return _reaped_cpu_s
+
+
 class ForkedProcess:
-    """A trial's server forked by a ``ForkServer``: its exit code comes from there."""
+    """A process forked by a ``ForkServer``: its exit code and CPU seconds (``cpu_s``, once
+    it has exited) come from there."""
 
     def __init__(self, pid: int, server: ForkServer) -> None:
         self.pid, self.server = pid, server
         self.code: int | None = None
+        self.cpu_s: float | None = None
 
     def poll(self) -> int | None:
+        global _reaped_cpu_s
         if self.code is None:
             try:
-                self.code = self.server.request({"op": "poll", "pid": self.pid})["code"]
+                reply = self.server.request({"op": "poll", "pid": self.pid})
             except ForkServerError:  # the supervisor died: its children got SIGTERM
                 self.code = None if proctree.alive(self.pid) else UNKNOWN_EXIT
+                return self.code
+            self.code, self.cpu_s = reply["code"], reply.get("cpu_s")
+            _reaped_cpu_s += self.cpu_s or 0.0
         return self.code
 
     def wait(self, timeout: float | None = None) -> int:

@@ -100,25 +100,28 @@ def preimport(module: str, also: tuple[str, ...] = ()) -> dict:
 
 
 class Supervisor:
-    """The request loop: start children, report their exit codes."""
+    """The request loop: start children, report their exit codes and CPU seconds."""
 
     def __init__(self, sock: socket.socket, module: str) -> None:
         self.sock, self.module = sock, module
         self.env_written: dict[str, str | None] = {}
         self.reader = sock.makefile("r", encoding="utf-8")
         self.codes: dict[int, int] = {}
+        self.cpu_s: dict[int, float] = {}
         self.children: set[int] = set()
 
     def reap(self, *_sig) -> None:
         for pid in list(self.children):
             try:
-                done, status = os.waitpid(pid, os.WNOHANG)
+                done, status, usage = os.wait4(pid, os.WNOHANG)
             except ChildProcessError:
                 self.children.discard(pid)
                 continue
             if done:
                 self.children.discard(pid)
                 self.codes[pid] = os.waitstatus_to_exitcode(status)
+                # the child's own CPU and that of the descendants it reaped
+                self.cpu_s[pid] = round(usage.ru_utime + usage.ru_stime, 3)
 
     def send(self, message: dict) -> None:
         self.sock.sendall((json.dumps(message) + "\n").encode())
@@ -136,7 +139,8 @@ class Supervisor:
                 self.send({"pid": pid})
             elif request.get("op") == "poll":
                 self.reap()
-                self.send({"code": self.codes.get(int(request["pid"]))})
+                pid = int(request["pid"])
+                self.send({"code": self.codes.get(pid), "cpu_s": self.cpu_s.get(pid)})
             else:
                 self.send({"error": f"unknown request {request!r}"})
         return None

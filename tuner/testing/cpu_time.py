@@ -5,8 +5,9 @@
 
 The plugin appends one JSON line per test to the file: the test's node id, the CPU seconds
 of the process that ran it (``self_s``: the pytest or xdist worker, fixtures included) and
-of the child processes it reaped meanwhile (``children_s``: servers, workers, CLI runs;
-a child that outlives its test counts where it is reaped), the wall-clock times it began
+of the child processes it reaped meanwhile (``children_s``: servers, workers, CLI runs,
+and the processes a supervisor forked for it, as ``tuner.engine.forkclient`` reports
+them; a child that outlives its test counts where it is reaped), the wall-clock times it began
 and ended (``start``, ``end``: seconds since the epoch) and the xdist worker that ran it
 (``worker``; "main" without xdist). Works under pytest-xdist (each worker appends whole
 lines). The summary prints the totals, the costliest tests and files, and each worker's
@@ -35,9 +36,14 @@ def _worker(config: pytest.Config) -> str:
 
 
 def _cpu() -> tuple[float, float]:
+    """(this process's CPU seconds, its children's): reaped children, and the processes
+    forked for it by a supervisor (``tuner.engine.forkclient``: the suite's `tuner`
+    commands, pre-imported servers) whose exit it has seen."""
     me = resource.getrusage(resource.RUSAGE_SELF)
     kids = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return me.ru_utime + me.ru_stime, kids.ru_utime + kids.ru_stime
+    forkclient = sys.modules.get("tuner.engine.forkclient")
+    forked = forkclient.reaped_cpu_s() if forkclient is not None else 0.0
+    return me.ru_utime + me.ru_stime, kids.ru_utime + kids.ru_stime + forked
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
