@@ -125,9 +125,12 @@ def test_killed_worker_is_failed_by_heartbeat_and_another_continues(storage_url,
         assert wait_for(lambda: running_phase(storage_url, "h"), 60)
         b = start_worker("h", storage_url, "1", env=env, log=tmp_path / "b.log")
         assert wait_for(lambda: _registered(storage_url, "h", b.pid), 60)
-        # killed in a benchmark of its own: on a loaded host, a's first trial may have
-        # ended while b registered, and a worker killed between trials leaves none to close
-        assert wait_for(lambda: _benchmarking(storage_url, "h", a.pid), 60)
+        # killed in a benchmark of its own, while its server still runs: a trial is told
+        # only after its server has stopped, so it is still open. On a loaded host the
+        # published phase alone lags: a's trial had ended by the kill, and a worker
+        # killed between trials leaves none to close.
+        assert wait_for(lambda: _benchmarking(storage_url, "h", a.pid)
+                        and _serving(a.pid), 60)
         os.killpg(a.pid, signal.SIGKILL)
         killed_at = time.time()
         a.wait(timeout=10)
@@ -168,6 +171,11 @@ def _killed_on_failure(proc):
 
 def _children(pid):
     return set(proctree.descendants(pid))
+
+
+def _serving(pid) -> bool:
+    """A server process (a command line with --port) runs below ``pid``."""
+    return any("--port" in proctree.cmdline(p) for p in proctree.descendants(pid))
 
 
 def test_ctrl_c_stops_the_server_and_queues_the_trial_again(study_file, tmp_path):
