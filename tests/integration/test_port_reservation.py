@@ -79,5 +79,6 @@ def test_an_unwritable_lock_folder_names_tmpdir_the_setting_that_moves_it(tmp_pa
                           timeout=60, env={**os.environ, "TMPDIR": str(tmp_path)})
     assert done.returncode != 0
     line = done.stderr.strip().splitlines()[-1]
-    assert line.startswith(f"tuner.errors.LaunchError: cannot write the port locks in {blocked}:"), line
+    assert line.startswith("tuner.errors.LaunchError: cannot write the port locks in "
+                           f"{blocked}:"), line
     assert line.endswith("set TMPDIR to a writable folder"), line

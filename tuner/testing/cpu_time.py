@@ -7,8 +7,8 @@ The plugin appends one JSON line per test to the file: the test's node id, the C
 of the process that ran it (``self_s``: the pytest or xdist worker, fixtures included) and
 of the child processes it reaped meanwhile (``children_s``: servers, workers, CLI runs,
 and the processes a supervisor forked for it, as ``tuner.engine.forkclient`` reports
-them; a child that outlives its test counts where it is reaped), the wall-clock times it began
-and ended (``start``, ``end``: seconds since the epoch) and the xdist worker that ran it
+them; a child that outlives its test counts where it is reaped), the wall-clock times it
+began and ended (``start``, ``end``: seconds since the epoch) and the xdist worker that ran it
 (``worker``; "main" without xdist). Works under pytest-xdist (each worker appends whole
 lines). The summary prints the totals, the costliest tests and files, and each worker's
 busy time and last end: where the run waited on one worker's tail rather than on the CPU.
