@@ -4,8 +4,10 @@ study (also an empty one and one with only failed trials) and serves them over H
 from __future__ import annotations
 
 import json
+import socket
 import urllib.error
 import urllib.request
+from urllib.parse import urlsplit
 
 import optuna
 from optuna_dashboard import get_note, save_note
@@ -37,7 +39,10 @@ def _status(url: str, method: str = "GET", body: dict | None = None, host: str =
 def test_dashboard_serves_every_study_with_figures_and_note(storage_url, tmp_path):
     make_study(storage_url, "empty", name="nothing-yet")
     make_study(storage_url, "only-failed", n=4, name="all-failed")
-    with dashboard_process(storage_url, tmp_path / "dashboard.log") as base:
+    with dashboard_process(storage_url, tmp_path / "dashboard.log") as base, \
+            socket.create_connection(("127.0.0.1", urlsplit(base).port)):
+        # An idle connection opened first, as a browser opens spare ones ahead of need,
+        # holds up no request (a server of one thread waited on it: the page never loaded).
         studies = {s["study_name"]: s["study_id"] for s in _get(base + "/api/studies")
                    ["study_summaries"]}
         assert set(studies) == {"nothing-yet", "all-failed"}

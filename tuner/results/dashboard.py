@@ -6,15 +6,18 @@ metric names, three plotly figures (ids ``tuner-pareto``, ``tuner-hypervolume``,
 environment, and a note per finished trial (outcome, key metrics, gains, the flags that
 differ from vLLM's defaults). Notes are written only where they changed and never over a
 note a user wrote in the dashboard; the trials themselves are never written. ``serve``
-runs the dashboard (wsgiref) until interrupted, read-only over HTTP and only for requests
+runs the dashboard (wsgiref, a thread per connection) until interrupted, read-only over HTTP and only for requests
 addressed to this machine's loopback names (``tuner.results.readonly``).
 """
 
 from __future__ import annotations
 
 import signal
+import socket
 import warnings
 from collections.abc import Callable, Collection
+from socketserver import ThreadingMixIn
+from wsgiref.simple_server import WSGIServer, make_server
 
 import optuna
 
@@ -145,20 +148,33 @@ def _sigterm_as_interrupt(signum, frame) -> None:
     raise KeyboardInterrupt
 
 
+class _ThreadedWSGIServer(ThreadingMixIn, WSGIServer):
+    """A thread per connection, as optuna-dashboard's own CLI serves: a browser opens
+    spare connections ahead of need, and a server of one thread that accepted such an
+    idle one left every other request waiting until the browser dropped it."""
+
+    daemon_threads = True  # an open browser tab never holds up Ctrl-C
+
+
+class _IPv6Server(_ThreadedWSGIServer):
+    address_family = socket.AF_INET6
+
+
 def serve(storage: optuna.storages.BaseStorage, host: str, port: int,
           extra_hosts: Collection[str] = ()) -> None:
     """Run optuna-dashboard, read-only and for loopback ``Host`` names (plus
-    ``extra_hosts``: ``tuner.results.readonly``), until Ctrl-C or SIGTERM; wsgiref, as
-    optuna-dashboard's own ``run_server``."""
-    import bottle
+    ``extra_hosts``: ``tuner.results.readonly``), until Ctrl-C or SIGTERM; wsgiref with a
+    thread per connection, so one idle connection never holds up the others."""
     from optuna_dashboard import wsgi
 
     from tuner.results.readonly import read_only
 
     app = read_only(wsgi(storage), extra_hosts)
+    server_class = _IPv6Server if ":" in host else _ThreadedWSGIServer
     previous = signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
     try:
-        bottle.run(app, host=host, port=port)
+        with make_server(host, port, app, server_class=server_class) as httpd:
+            httpd.serve_forever()
     except KeyboardInterrupt:
         pass
     finally:
