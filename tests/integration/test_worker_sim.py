@@ -120,7 +120,7 @@ def test_killed_worker_is_failed_by_heartbeat_and_another_continues(storage_url,
             .replace("min_gap_share = 0.5", "min_gap_share = 0"))
     create_study(load_study_file(study_file(text, "h.toml")), storage_url)
     env = {"TUNER_HOME": str(tmp_path), "TUNER_HEARTBEAT_S": "2"}
-    a = start_worker("h", storage_url, "0", env=env)
+    a = start_worker("h", storage_url, "0", env=env, log=tmp_path / "a.log")
     with ServerWatcher([a.pid]) as watcher:
         assert wait_for(lambda: running_phase(storage_url, "h"), 60)
         b = start_worker("h", storage_url, "1", env=env, log=tmp_path / "b.log")
@@ -144,7 +144,7 @@ def test_killed_worker_is_failed_by_heartbeat_and_another_continues(storage_url,
     # Closed by the live worker's heartbeat while it still works, not when it exits. How
     # soon after the kill (two intervals, when the machine is quiet) is a timing, left out
     # of this test: on a loaded CI host it read 4.8 s against 4 s.
-    assert wait_for(failed, 60)
+    assert wait_for(failed, 60), _what_happened(storage_url, "h", tmp_path)
     assert b.poll() is None, "the stale trial was closed only after the live worker ended"
     closed = failed()[0]
     assert closed.datetime_complete.timestamp() > killed_at
@@ -167,6 +167,16 @@ def _killed_on_failure(proc):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def _what_happened(url: str, name: str, folder) -> str:
+    """The study's trials (number, state, worker) and the workers' logs' tails, for a
+    failure's message."""
+    trials = [(t.number, t.state.name, t.user_attrs.get("worker"))
+              for t in trials_of(name, url)]
+    logs = "\n".join(f"--- {p.name}\n{p.read_text()[-1500:]}"
+                     for p in sorted(folder.glob("*.log")))
+    return f"trials: {trials}\n{logs}"
 
 
 def _children(pid):

@@ -11,7 +11,12 @@ import time
 
 
 @contextlib.contextmanager
-def api_process(url: str, log, token: str | None = None, timeout_s: float = 90.0):
+def api_process(url: str, log, token: str | None = None, timeout_s: float = 90.0,
+                stop_s: float = 60.0):
+    """`tuner api --storage URL` on a free loopback port; yields its base URL once it
+    accepts connections. On exit it is sent SIGTERM and must end within ``stop_s`` (it is
+    killed, and the test fails, when it does not). The bound is wide because a loaded CI
+    host once took more than 15 s to see it stop; a hang still fails."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -34,5 +39,19 @@ def api_process(url: str, log, token: str | None = None, timeout_s: float = 90.0
                 time.sleep(0.3)
         yield base
     finally:
-        proc.terminate()
-        proc.wait(15)
+        stopped = _stopped(proc, stop_s)
+    # after the block: a failure inside it is reported as it was, not as a slow stop
+    assert stopped, f"tuner api did not stop within {stop_s:.0f} s of SIGTERM: " \
+        f"{log.read_text()[-2000:]}"
+
+
+def _stopped(proc: subprocess.Popen, stop_s: float) -> bool:
+    """SIGTERM, then up to ``stop_s`` for it to end; killed when it does not (False)."""
+    proc.terminate()
+    try:
+        proc.wait(stop_s)
+        return True
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        return False
