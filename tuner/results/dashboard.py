@@ -6,8 +6,9 @@ metric names, three plotly figures (ids ``tuner-pareto``, ``tuner-hypervolume``,
 environment, and a note per finished trial (outcome, key metrics, gains, the flags that
 differ from vLLM's defaults). Notes are written only where they changed and never over a
 note a user wrote in the dashboard; the trials themselves are never written. ``serve``
-runs the dashboard (wsgiref, a thread per connection) until interrupted, read-only over HTTP and only for requests
-addressed to this machine's loopback names (``tuner.results.readonly``).
+runs the dashboard (wsgiref, a thread per connection) until interrupted, read-only over
+HTTP and only for requests addressed to this machine's loopback names
+(``tuner.results.readonly``).
 """
 
 from __future__ import annotations
