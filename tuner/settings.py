@@ -21,8 +21,9 @@
                             HF_TOKEN); no other credential is passed on
 
 ``settings()`` reads the environment when called (cheap: a handful of lookups), so a
-process that changes its environment, as the tests do, sees the change; modules that need
-a value at import (the heartbeat interval) read it once there.
+process that changes its environment, as the tests do, sees the change. No module reads
+it at import: a process forked from one that had imported tuner (a pre-imported worker)
+must see its own environment.
 """
 
 from __future__ import annotations

@@ -75,3 +75,19 @@ def test_a_worker_is_dead_when_its_heartbeat_is_stale_or_its_process_gone():
     assert seen["a"].alive and seen["a"].trial == 3 and seen["a"].phase_elapsed_s == 10.0
     assert [seen[k].state for k in "bcd"] == ["dead", "dead", "exited"]
     assert not any(seen[k].alive for k in "bcd")
+
+
+def test_a_worker_is_judged_by_the_interval_it_publishes():
+    from tuner.service.workers import views
+
+    def info(beat, **own):
+        return {"host": "h", "pid": 1, "gpus": [0], "state": "running", "heartbeat": beat,
+                "started": 1.0, **own}
+
+    # 50 s since the last beat: dead at the reader's 10 s, alive at the worker's own 60 s
+    attrs = {"tuner.worker.slow": info(50.0, interval_s=60),
+             "tuner.worker.fast": info(97.0, interval_s=1),
+             "tuner.worker.old": info(85.0)}  # a record from before workers published it
+    seen = {w.id: w.alive for w in views(attrs, now=100.0, interval_s=10,
+                                         alive_pid=lambda host, pid: True)}
+    assert seen == {"slow": True, "fast": False, "old": True}

@@ -125,12 +125,15 @@ def test_killed_worker_is_failed_by_heartbeat_and_another_continues(storage_url,
         assert wait_for(lambda: running_phase(storage_url, "h"), 60)
         b = start_worker("h", storage_url, "1", env=env, log=tmp_path / "b.log")
         assert wait_for(lambda: _registered(storage_url, "h", b.pid), 60)
+        # forked from a process that had imported tuner, it beats at its own environment's
+        # interval (it beat at the default 10 s when the interval was read at import)
+        assert _published(storage_url, "h", b.pid)["interval_s"] == 2
         # killed in a benchmark of its own, while its server still runs: a trial is told
         # only after its server has stopped, so it is still open. On a loaded host the
         # published phase alone lags: a's trial had ended by the kill, and a worker
         # killed between trials leaves none to close.
         assert wait_for(lambda: _benchmarking(storage_url, "h", a.pid)
-                        and _serving(a.pid), 60)
+                        and watcher.serving(), 60)
         os.killpg(a.pid, signal.SIGKILL)
         killed_at = time.time()
         a.wait(timeout=10)
@@ -181,11 +184,6 @@ def _what_happened(url: str, name: str, folder) -> str:
 
 def _children(pid):
     return set(proctree.descendants(pid))
-
-
-def _serving(pid) -> bool:
-    """A server process (a command line with --port) runs below ``pid``."""
-    return any("--port" in proctree.cmdline(p) for p in proctree.descendants(pid))
 
 
 def test_ctrl_c_stops_the_server_and_queues_the_trial_again(study_file, tmp_path):

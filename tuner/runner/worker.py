@@ -45,7 +45,7 @@ from tuner.storage import OpenStudy, mask, open_study
 from tuner.search.front import FrontSettings
 from tuner.home import writable_folder
 from tuner.storage.outage import retrying
-from tuner.storage.database import HEARTBEAT_S, cache_root, study_dir
+from tuner.storage.database import cache_root, heartbeat_s, study_dir
 from tuner.storage.studies import ask_study_engine, with_stored_search
 from tuner.trials import drift, pareto, queries, record
 from tuner.trials.queued import enqueue_as_given
@@ -246,7 +246,7 @@ class Worker:
                     for sig in (signal.SIGTERM, signal.SIGINT)}
         warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
         warnings.filterwarnings("ignore", message=".*Heartbeat.*")
-        self.registration = _Registration(self.study, self.gpus, HEARTBEAT_S)
+        self.registration = _Registration(self.study, self.gpus, heartbeat_s())
         self.slot = dataclasses.replace(self.slot, worker=self.registration.id)
         self.registration.start()
         started, dup_run, state = time.monotonic(), 0, "exited"

@@ -33,6 +33,7 @@ from tuner.results.readonly import is_loopback
 from tuner.service import status
 from tuner.space import build_space
 from tuner.storage import open_storage
+from tuner.storage.database import heartbeat_s
 from tuner.storage.load import spec_from_json
 from tuner.spec.study import is_study_name
 from tuner.storage.studies import SPEC, stored_engine
@@ -80,7 +81,7 @@ class Reader:
         study, spec, _ = self._load(name)
         trials = study.get_trials(deepcopy=False)
         attrs = study.user_attrs
-        return status.build(spec, trials, attrs, time.time()).as_json()
+        return status.build(spec, trials, attrs, time.time(), heartbeat_s()).as_json()
 
     def summary(self, name: str):
         study, spec, space = self._load(name)

@@ -29,7 +29,7 @@ from tuner.storage.registry import STOP
 from tuner.runner.stopping import LAUNCHED_AT
 from tuner.service.workers import views
 from tuner.storage import OpenStudy, open_study
-from tuner.storage.database import HEARTBEAT_S
+from tuner.storage.database import heartbeat_s
 
 
 @dataclass(frozen=True)
@@ -69,7 +69,7 @@ def check_free(opened: OpenStudy, gpus: Sequence[int]) -> None:
     """Refuse GPUs held by a live worker of this study or by any other process."""
     study = opened.study
     attrs = study.user_attrs
-    for w in views(attrs, time.time(), HEARTBEAT_S):
+    for w in views(attrs, time.time(), heartbeat_s()):
         taken = sorted(set(w.gpus) & set(gpus))
         if w.alive and taken:
             raise LaunchError(f"GPU {','.join(map(str, taken))} already runs worker {w.id} "
@@ -112,7 +112,7 @@ def _spawn(name: str, storage: dict[str, str], locks: GpuLocks, logs: Path,
 
 def _registered(opened: OpenStudy, pid: int) -> bool:
     attrs = opened.study.user_attrs
-    return any(w.pid == pid and w.local for w in views(attrs, time.time(), HEARTBEAT_S))
+    return any(w.pid == pid and w.local for w in views(attrs, time.time(), heartbeat_s()))
 
 
 def wait_registered(opened: OpenStudy, launched: Sequence[Launched],

@@ -21,7 +21,7 @@ from tuner.storage.registry import STOP
 from tuner.service.workers import WorkerView, views
 from tuner.storage import open_study
 from tuner.spec.study import StudySpec
-from tuner.storage.database import HEARTBEAT_S
+from tuner.storage.database import heartbeat_s
 from tuner.trials import (TrialRecord, counted, default_baseline, from_frozen, history,
                           pareto_front, record, reference_point)
 from tuner.trials.drift import ReferenceRun, reference_runs
@@ -112,8 +112,9 @@ def mean_trial_s(records: Sequence[TrialRecord]) -> float | None:
 
 
 def build(spec: StudySpec, trials: Sequence[FrozenTrial], attrs: Mapping[str, Any],
-          now: float, interval_s: float = HEARTBEAT_S) -> StudyStatus:
-    """The status from one read of the study's trials and user attributes (pure)."""
+          now: float, interval_s: float) -> StudyStatus:
+    """The status from one read of the study's trials and user attributes (pure), with
+    workers' beats ``interval_s`` apart."""
     records = tuple(sorted(map(from_frozen, trials), key=lambda r: r.number))
     goals = spec.objectives
     default = default_baseline(records)
@@ -142,7 +143,7 @@ def read(name: str, url: str) -> StudyStatus:
     study = opened.study
     trials = study.get_trials(deepcopy=False)
     attrs = study.user_attrs
-    return build(opened.spec, trials, attrs, time.time())
+    return build(opened.spec, trials, attrs, time.time(), heartbeat_s())
 
 
 def _duration(s: float | None) -> str:

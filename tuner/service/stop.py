@@ -18,12 +18,12 @@ from tuner.engine import proctree
 from tuner.storage.registry import STOP
 from tuner.service.workers import WorkerView, views
 from tuner.storage import open_study
-from tuner.storage.database import HEARTBEAT_S
+from tuner.storage.database import heartbeat_s
 
 
 def _live(study) -> list[WorkerView]:
     attrs = study.user_attrs
-    return [w for w in views(attrs, time.time(), HEARTBEAT_S) if w.alive]
+    return [w for w in views(attrs, time.time(), heartbeat_s()) if w.alive]
 
 
 def _kill(w: WorkerView) -> None:

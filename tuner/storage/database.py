@@ -30,13 +30,22 @@ from tuner.settings import settings
 
 log = logging.getLogger(__name__)
 
-# A worker beats every HEARTBEAT_S; a running trial whose last beat is older than GRACE_S
-# (two intervals, Optuna's own default, and the age at which `tuner status` calls a worker
-# dead) is failed by the next worker that looks, so a dead worker's trial is closed within
-# three intervals, and a live worker's beat may be up to one interval late.
-HEARTBEAT_S = settings().heartbeat_s
-GRACE_S = 2 * HEARTBEAT_S
 SCHEMA_RACE_TRIES = 5
+
+
+def heartbeat_s() -> int:
+    """Seconds between a worker's beats (``$TUNER_HEARTBEAT_S``), read when called, never at
+    import: a process forked from one that imported this module (a pre-imported worker)
+    runs with its own environment, not its parent's."""
+    return settings().heartbeat_s
+
+
+def grace_s() -> int:
+    """The age of its last beat at which a running trial is stale: two intervals (Optuna's
+    own default, and the age at which `tuner status` calls a worker dead). It is failed by
+    the next worker that looks, so a dead worker's trial is closed within three intervals,
+    and a live worker's beat may be up to one interval late."""
+    return 2 * heartbeat_s()
 
 
 def default_url() -> str:
@@ -268,7 +277,7 @@ def open_storage(url: str, heartbeat: bool = False,
     kwargs: dict = {}
     if heartbeat:
         # A trial closed by the heartbeat is retried once, with the same parameters.
-        kwargs = {"heartbeat_interval": HEARTBEAT_S, "grace_period": GRACE_S,
+        kwargs = {"heartbeat_interval": heartbeat_s(), "grace_period": grace_s(),
                   "heartbeat_stale_trial_callback":
                       optuna.storages.RetryHeartbeatStaleTrialCallback(max_retry=1)}
     for attempt in range(SCHEMA_RACE_TRIES):

@@ -35,7 +35,7 @@ class Registration:
         self.info: dict[str, Any] = {
             "host": socket.gethostname(), "pid": os.getpid(), "gpus": list(gpus),
             "started": time.time(), "state": "running", "trial": None, "phase": "idle",
-            "phase_since": time.time()}
+            "phase_since": time.time(), "interval_s": interval_s}
         self.trial_id: int | None = None
         self._lock = threading.Lock()
         self._stop = threading.Event()

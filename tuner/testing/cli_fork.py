@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -53,6 +54,7 @@ def _supervisor() -> ForkServer | None:
         if threading.current_thread() is not threading.main_thread():
             return None
         folder = Path(tempfile.mkdtemp(prefix="tuner-cli-fork-"))
+        atexit.register(shutil.rmtree, folder, True)  # runs last: after the close below
         try:
             server = ForkServer(sys.executable, MODULE, dict(os.environ),
                                 folder / "supervisor.log", also=PRELOAD)

@@ -53,10 +53,18 @@ class ServerWatcher:
                     key = (pid, proctree.started(pid))
                     if key[1] is not None and key not in self._runs:  # None: gone
                         argv = proctree.cmdline(pid)
-                        if "--port" in argv and self.marker in argv:
+                        if self._is_server(argv):
                             self._runs[key] = self.seen[pid] = argv
         except Exception as e:  # said by servers(): a watcher that stopped saw too little
             self._error = e
+
+    def _is_server(self, argv: list[str]) -> bool:
+        return "--port" in argv and self.marker in argv
+
+    def serving(self) -> bool:
+        """A server runs below the roots now (read from the process table, not ``seen``)."""
+        return any(self._is_server(proctree.cmdline(pid))
+                   for pid in proctree.descendants(*self.roots))
 
     def servers(self) -> list[list[str]]:
         """Every server command line seen, one per process; a RuntimeError when the
