@@ -1,8 +1,24 @@
 """tuner.settings: every TUNER_* variable read in one place, with its default."""
 
+import subprocess
+import sys
 from pathlib import Path
 
 from tuner.settings import SIX_HOURS_S, Settings
+
+# Imports every module of tuner (its test helpers and entry points aside) in a fresh
+# interpreter whose settings() refuses to be called.
+IMPORT_ALL = """
+import importlib, pkgutil, tuner, tuner.settings
+def refuse():
+    raise AssertionError("settings() was called at import")
+tuner.settings.settings = refuse
+names = [m.name for m in pkgutil.walk_packages(tuner.__path__, "tuner.")
+         if not m.name.startswith("tuner.testing") and not m.name.endswith("__main__")]
+for name in names:
+    importlib.import_module(name)
+print(len(names))
+"""
 
 
 def test_defaults_without_any_variable():
@@ -26,3 +42,12 @@ def test_each_variable_sets_its_field(tmp_path):
 
 def test_a_retry_budget_that_is_not_a_number_keeps_the_default():
     assert Settings.from_env({"TUNER_STORAGE_RETRY_S": "soon"}).storage_retry_s == SIX_HOURS_S
+
+
+def test_no_module_reads_the_settings_at_import():
+    # A process forked from one that had imported tuner (a pre-imported worker, the suite's
+    # forked commands) keeps whatever was read at import: it must read its own environment.
+    out = subprocess.run([sys.executable, "-c", IMPORT_ALL], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert int(out.stdout) > 100  # the walk found the package's modules
