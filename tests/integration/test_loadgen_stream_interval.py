@@ -26,9 +26,9 @@ pytestmark = pytest.mark.integration
 REQUESTS = 12
 
 
-def bench(url: str):
+def bench(url: str, min_gap_share: float = 0.9):
     load = LoadSpec(max_concurrency=4, num_requests=REQUESTS, warmup_requests=0,
-                    max_client_lag_ms=1000.0)
+                    max_client_lag_ms=1000.0, min_gap_share=min_gap_share)
     return asyncio.run(run_benchmark(url, "fake-model", WorkloadSpec(input_len=16, output_len=8,
                                                                      vocab_size=1000), load))
 
@@ -55,9 +55,12 @@ def test_bench_reports_a_reply_in_one_message_and_no_valid_itl(tmp_path):
 
 def test_k_tokens_a_message_leave_vllms_itl_unobservable_but_not_the_per_token_one():
     # 10 ms a token, as below: at 2 ms a fresh-clone `make test` beside a benchmark saw the
-    # fake's messages coalesce (14 gaps between 36 messages) and the per-token ITL refused
+    # fake's messages coalesce (14 gaps between 36 messages) and the per-token ITL refused.
+    # At 10 ms a full run at -n 6 beside a busy loop still saw 21 of 24 gaps (88 %, under
+    # the default 90 %). What is checked here is which ITL a multi-token message hides, not
+    # the share a loaded host lets through: half the gaps are asked for.
     with FakeServer(FakeScript(ttft_ms=5, itl_ms=(10,), stream_interval=4)) as s:
-        r = bench(s.url)
+        r = bench(s.url, min_gap_share=0.5)
     m = r.metrics
     # 8 tokens: the first alone, then 4, then the 3 left when the reply ends.
     assert (m["messages"], m["tokens"]) == (3 * REQUESTS, 8 * REQUESTS)
