@@ -4,9 +4,10 @@ Each worker runs in its own session (it survives the terminal and logout), reads
 from stdin, and writes to its own log in ``study_dir(name)/workers/``. The storage URL
 reaches it through the environment (``TUNER_STORAGE``, or ``TUNER_STORAGE_FILE`` when the
 URL came from a file), never its command line, so a password does not show in ``ps``. Each
-GPU is locked (``runner/gpulock.py``) before any worker starts. GPUs that run another
-process, or a live worker of the study, are refused with the reason. Launching clears a stop flag left by `tuner stop` and
-records the launch time (a ``search.deadline`` given as a duration counts from it).
+GPU is locked (``engine/gpulock.py``) before any worker starts. GPUs that run another
+process, or a live worker of the study, are refused with the reason. Launching clears a
+stop flag left by `tuner stop` and records the launch time (a ``search.deadline`` given as
+a duration counts from it).
 """
 
 from __future__ import annotations
