@@ -84,10 +84,14 @@ def test_a_worker_is_judged_by_the_interval_it_publishes():
         return {"host": "h", "pid": 1, "gpus": [0], "state": "running", "heartbeat": beat,
                 "started": 1.0, **own}
 
-    # 50 s since the last beat: dead at the reader's 10 s, alive at the worker's own 60 s
-    attrs = {"tuner.worker.slow": info(50.0, interval_s=60),
-             "tuner.worker.fast": info(97.0, interval_s=1),
+    # the reader beats every 10 s: a worker's last beat may be 20 s old, or two of its own
+    # intervals where it published a longer one (never fewer than the reader's)
+    attrs = {"tuner.worker.slow": info(50.0, interval_s=60),  # 50 s: within its 120 s
+             "tuner.worker.slow-dead": info(-30.0, interval_s=60),  # 130 s
+             "tuner.worker.fast": info(85.0, interval_s=1),  # 15 s late: within 20 s
+             "tuner.worker.fast-dead": info(75.0, interval_s=1),  # 25 s
              "tuner.worker.old": info(85.0)}  # a record from before workers published it
     seen = {w.id: w.alive for w in views(attrs, now=100.0, interval_s=10,
                                          alive_pid=lambda host, pid: True)}
-    assert seen == {"slow": True, "fast": False, "old": True}
+    assert seen == {"slow": True, "slow-dead": False, "fast": True, "fast-dead": False,
+                    "old": True}

@@ -22,6 +22,9 @@ pytestmark = pytest.mark.integration
 
 
 def _study(tmp_path: Path) -> StudySpec:
+    # Steps run only after a benchmark the trial keeps. On a loaded host the client reads
+    # the fake's tokens late and coalesced (a CI run refused it for its gap share), and
+    # these tests are about the steps: every gap share is accepted.
     command = [sys.executable, "-m", "tuner.testing.fake_server", "--ttft-ms", "5",
                "--itl-ms", "10"]
     return StudySpec(
@@ -29,7 +32,7 @@ def _study(tmp_path: Path) -> StudySpec:
                                          vocab_size=1000, context_len=4096),
         workload=WorkloadSection(input_len=16, output_len=8, max_concurrency=4,
                                  num_requests=12, warmup_requests=0,
-                                 max_client_lag_ms=1000.0),
+                                 max_client_lag_ms=1000.0, min_gap_share=0.0),
         objectives=[Objective(metric="output_throughput", direction="maximize"),
                     Objective(metric="p99_itl_ms", direction="minimize")],
         engine=EngineSection(command=command, extra_args=[], start_timeout_s=30))
@@ -69,7 +72,7 @@ def test_steps_run_in_order_on_the_live_server_until_one_fails_the_trial(tmp_pat
              Step("fail", fail), Step("after", alive("after"))]
     told = measure(plan, Slot(gpus=(), logs=tmp_path, worker="w", host="h"),
                    record.TrialRecord(), phases.append, steps)
-    assert seen == ["first:200", "fail"]
+    assert seen == ["first:200", "fail"], (told.outcome, told.failure)
     assert told.outcome == record.FAILED and told.failure.message == "step"
     assert told.metrics["completed"] == 12  # the benchmark's figures stay on the record
     assert {"start", "benchmark", "first", "fail", "stop"} <= set(told.phases)
