@@ -113,10 +113,10 @@ def _benchmarking(url, name, pid):
 def test_killed_worker_is_failed_by_heartbeat_and_another_continues(storage_url, study_file,
                                                                      tmp_path):
     # Real time (scale 1): at 4x the first trial could end before the kill, leaving no
-    # trial to close; 200 requests keep a benchmark about 7 s, several of the workers' 1-s
-    # publications of their phase. On a loaded CI host the client may read late and a run
-    # be refused as a measurement of the client; this test is about the retry, so the
-    # limits are open.
+    # trial to close; a benchmark of 200 requests spans several of the workers'
+    # publications of their phase (every half interval). On a loaded CI host the client
+    # may read late and a run be refused as a measurement of the client; this test is
+    # about the retry, so the limits are open.
     text = (SIM.format(n=200, trials=4, scale=1)
             .replace("max_client_lag_ms = 50", "max_client_lag_ms = 10000")
             .replace("min_gap_share = 0.5", "min_gap_share = 0"))
@@ -128,7 +128,7 @@ def test_killed_worker_is_failed_by_heartbeat_and_another_continues(storage_url,
         b = start_worker("h", storage_url, "1", env=env, log=tmp_path / "b.log")
         assert wait_for(lambda: _registered(storage_url, "h", b.pid), 60)
         # forked from a process that had imported tuner, it beats at its own environment's
-        # interval (it beat at the default 10 s when the interval was read at import)
+        # interval (it beat at the default when the interval was read at import)
         assert _published(storage_url, "h", b.pid)["interval_s"] == 2
         # killed in a benchmark of its own, while its server still runs: a trial is told
         # only after its server has stopped, so it is still open. On a loaded host the

@@ -49,8 +49,8 @@ def views(attrs: Mapping[str, Any], now: float, interval_s: float,
     """Every registered worker of a study (from its user attrs), oldest first. A worker is
     alive while its last beat is at most two intervals old: the reader's ``interval_s``, or
     the worker's own where it published a longer one (a worker told to beat every minute
-    is not dead at 20 s). A shorter one of its own does not make it dead sooner: on a
-    loaded host a 1-s worker's beat comes seconds late."""
+    is not dead after two of the reader's). A shorter one of its own does not make it dead
+    sooner: on a loaded host a fast worker's beat can come several of its intervals late."""
     out = []
     for key, info in attrs.items():
         if not key.startswith(PREFIX) or not isinstance(info, dict):
@@ -58,8 +58,8 @@ def views(attrs: Mapping[str, Any], now: float, interval_s: float,
         age = now - float(info.get("heartbeat") or 0)
         state = str(info.get("state", "running"))
         host, pid = str(info.get("host", "")), int(info.get("pid") or 0)
-        own_s = max(interval_s, float(info.get("interval_s") or 0))
-        alive = state == "running" and age <= 2 * own_s and alive_pid(host, pid) is not False
+        judged_s = max(interval_s, float(info.get("interval_s") or 0))
+        alive = state == "running" and age <= 2 * judged_s and alive_pid(host, pid) is not False
         if state == "running" and not alive:
             state = "dead"
         out.append(WorkerView(

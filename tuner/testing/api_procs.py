@@ -15,8 +15,8 @@ def api_process(url: str, log, token: str | None = None, timeout_s: float = 90.0
                 stop_s: float = 60.0):
     """`tuner api --storage URL` on a free loopback port; yields its base URL once it
     accepts connections. On exit it is sent SIGTERM and must end within ``stop_s`` (it is
-    killed, and the test fails, when it does not). The bound is wide because a loaded CI
-    host once took more than 15 s to see it stop; a hang still fails."""
+    killed, and the test fails, when it does not). The bound is wide, for a loaded host;
+    a hang still fails."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
