@@ -9,6 +9,8 @@ import subprocess
 import sys
 import time
 
+from tuner.testing.popen import stopped
+
 
 @contextlib.contextmanager
 def api_process(url: str, log, token: str | None = None, timeout_s: float = 90.0,
@@ -39,19 +41,7 @@ def api_process(url: str, log, token: str | None = None, timeout_s: float = 90.0
                 time.sleep(0.3)
         yield base
     finally:
-        stopped = _stopped(proc, stop_s)
+        ended = stopped(proc, stop_s)
     # after the block: a failure inside it is reported as it was, not as a slow stop
-    assert stopped, f"tuner api did not stop within {stop_s:.0f} s of SIGTERM: " \
+    assert ended, f"tuner api did not stop within {stop_s:.0f} s of SIGTERM: " \
         f"{log.read_text()[-2000:]}"
-
-
-def _stopped(proc: subprocess.Popen, stop_s: float) -> bool:
-    """SIGTERM, then up to ``stop_s`` for it to end; killed when it does not (False)."""
-    proc.terminate()
-    try:
-        proc.wait(stop_s)
-        return True
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-        return False

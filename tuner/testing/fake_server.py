@@ -37,6 +37,8 @@ from dataclasses import dataclass
 
 from aiohttp import web
 
+from tuner.testing.popen import stopped
+
 BLOCK = 16  # tokens per prefix-cache block
 
 
@@ -324,12 +326,7 @@ class FakeServer:
     def __exit__(self, *exc: object) -> None:
         if self.proc is None:
             return
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        stopped(self.proc, 5)
         if self.proc.stdout:
             self.proc.stdout.close()
         self.proc = None

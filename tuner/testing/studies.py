@@ -56,6 +56,7 @@ from tuner.spec import StudySpec
 from tuner.spec.study import ModelSection, SLOSection, SpaceSection, WorkloadSection
 from tuner.trials import record
 from tuner.trials.record import TrialRecord
+from tuner.testing.popen import stopped
 
 KINDS = ("mixed", "empty", "only-failed", "no-slo-met")
 MODEL_PATH = "/models/llama3-8b"
@@ -301,12 +302,7 @@ def dashboard_process(storage_url: str, log: Path, study: str | None = None,
             time.sleep(0.3)
         yield base
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stopped(proc, 10)
 
 
 def _answers(url: str) -> bool:
