@@ -13,7 +13,7 @@ from pathlib import Path
 from tuner.cli.study import add_storage_flag
 from tuner.errors import UsageError
 from tuner.results import summarise
-from tuner.results.answer import best_answer, capacity_answer
+from tuner.results.answer import answer, rate_of
 from tuner.results.errors import NoResultsError
 from tuner.results.summary import Summary
 from tuner.results.table import pareto_text
@@ -35,12 +35,9 @@ def _positive_ms(text: str) -> float:
 
 def _positive_rate(text: str) -> float:
     try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of requests/s") from None
-    if not 0 < value < float("inf"):
-        raise argparse.ArgumentTypeError(f"{text} req/s: give a rate above 0")
-    return value
+        return rate_of(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def register(subparsers) -> None:
@@ -90,22 +87,15 @@ def _pareto(args: argparse.Namespace) -> int:
 
 def _best(args: argparse.Namespace) -> int:
     summary = load_summary(args.study, args.storage)
-    if summary.spec.measures_capacity:
-        answer = capacity_answer(summary, args.format, args.max_itl_p99, args.max_ttft_p99,
-                                 args.rate)
-    elif args.rate is not None:
-        raise UsageError(f"--rate: study {summary.name} measures no load ladder (add a "
-                         "[capacity] section to a new study: docs/studies.md)")
-    else:
-        answer = best_answer(summary, args.format, args.max_itl_p99, args.max_ttft_p99,
-                             args.prefer)
-    if not answer.text:
-        raise NoResultsError(answer.error)
-    if answer.ok and args.format == "cli":
-        log.info("# %s", answer.about)
-    print(answer.text, end="")
-    if not answer.ok:
-        raise NoResultsError(f"{answer.error}, shown on stdout")
+    said = answer(summary, args.format, args.max_itl_p99, args.max_ttft_p99, args.prefer,
+                  args.rate)
+    if not said.text:
+        raise NoResultsError(said.error)
+    if said.ok and args.format == "cli":
+        log.info("# %s", said.about)
+    print(said.text, end="")
+    if not said.ok:
+        raise NoResultsError(f"{said.error}, shown on stdout")
     return 0
 
 

@@ -1,5 +1,6 @@
 """What `tuner best` prints on stdout, as a value (pure over a ``Summary``): the command
-and the HTTP API both render the best flags through ``best_answer``, so they cannot drift.
+and the HTTP API both answer through ``answer``, which picks ``capacity_answer`` for a
+study that measures load ladders and ``best_answer`` for the others, so they cannot drift.
 """
 
 from __future__ import annotations
@@ -7,6 +8,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+from tuner.errors import UsageError
 from tuner.results import capacity
 from tuner.results.best import limits_for, looser_than_slo, pick_best, ruled_out, user_limits
 from tuner.results.flagdiff import changed_flags
@@ -25,6 +27,32 @@ class BestAnswer:
     ok: bool            # a trial meets the limits
     error: str | None   # `tuner best`'s error line when not ok
     about: str = ""     # one line on the chosen trial (the cli format's comment)
+
+
+def answer(summary: Summary, fmt: str = "cli", max_itl_p99: float | None = None,
+           max_ttft_p99: float | None = None, prefer: str = "throughput",
+           rate: float | None = None) -> BestAnswer:
+    """`tuner best` for any study: from the stored curves on a capacity study (``prefer``
+    does not apply there), else the best trial under the limits. ``rate`` (requests/s, a
+    checked ``rate_of``) applies to a capacity study only: UsageError on another."""
+    if summary.spec.measures_capacity:
+        return capacity_answer(summary, fmt, max_itl_p99, max_ttft_p99, rate)
+    if rate is not None:
+        raise UsageError(f"rate: study {summary.name} measures no load ladder (add a "
+                         "[capacity] section to a new study: docs/studies.md)")
+    return best_answer(summary, fmt, max_itl_p99, max_ttft_p99, prefer)
+
+
+def rate_of(text: str) -> float:
+    """A request rate as given on the command line or in a query; ValueError with a
+    message a user can act on when it is not a finite number above 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"{text!r} is not a number of requests/s") from None
+    if not 0 < value < float("inf"):
+        raise ValueError(f"{text} req/s: give a rate above 0")
+    return value
 
 
 def best_answer(summary: Summary, fmt: str = "cli", max_itl_p99: float | None = None,
