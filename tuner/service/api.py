@@ -6,9 +6,11 @@
                                      the accuracy guard's figures), and the lossy trials
                                      below the accuracy limit (below_accuracy_limit)
     GET /studies/{name}/best         `tuner best`'s output; query: format=cli|yaml|json,
-                                     max_itl_p99, max_ttft_p99, prefer=throughput|latency
+                                     max_itl_p99, max_ttft_p99, prefer=throughput|latency,
+                                     rate (requests/s; a capacity study only)
 
-Errors are JSON ``{"error": "..."}``: 400 for a bad query, 401 without the right bearer
+Errors are JSON ``{"error": "..."}``: 400 for a bad query (a ``rate`` on a study that
+measures no load ladder included), 401 without the right bearer
 token (when one is configured), 404 for an unknown study or route, 422 when no trial
 meets the limits (with ``output``: what `tuner best` prints for the closest trial), 503
 when the storage cannot be read. Every database read runs in a thread
@@ -27,7 +29,7 @@ from aiohttp import web
 
 from tuner.errors import StorageError, UsageError
 from tuner.results import summarise
-from tuner.results.answer import best_answer
+from tuner.results.answer import answer, rate_of
 from tuner.results.lossy import accuracy_doc, accurate
 from tuner.results.readonly import is_loopback
 from tuner.service import status
@@ -172,16 +174,22 @@ async def best(request: web.Request) -> web.Response:
         return _error(400, "prefer: one of throughput, latency")
     try:
         itl, ttft = _limit(q, "max_itl_p99"), _limit(q, "max_ttft_p99")
+        rate = rate_of(q["rate"]) if "rate" in q else None
     except web.HTTPBadRequest as e:
         return _error(400, e.text or "bad query")
+    except ValueError as e:
+        return _error(400, f"rate: {e}")
     s = await _read(request, "summary", request.match_info["name"])
-    answer = best_answer(s, fmt, itl, ttft, prefer)
-    if not answer.ok:
-        return _error(404 if not answer.text else 422, answer.error or "",
-                      **({"output": answer.text} if answer.text else {}))
+    try:
+        said = answer(s, fmt, itl, ttft, prefer, rate)
+    except UsageError as e:
+        return _error(400, str(e))
+    if not said.ok:
+        return _error(404 if not said.text else 422, said.error or "",
+                      **({"output": said.text} if said.text else {}))
     if fmt == "json":
-        return web.Response(text=answer.text, content_type="application/json")
-    return web.Response(text=answer.text, content_type="text/plain")
+        return web.Response(text=said.text, content_type="application/json")
+    return web.Response(text=said.text, content_type="text/plain")
 
 
 def make_app(storage_url: str, token: str | None = None) -> web.Application:
