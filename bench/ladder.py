@@ -6,16 +6,15 @@ is reported apart):
 
 - truth: a grid of long open-loop runs, coarse from ``--grid-low`` to ``--grid-high`` x
   the saturated throughput, then fine (``--fine`` relative steps) inside the coarse
-  bracket. Each run's p99 TTFT and p99 ITL (over the whole run, as the SLO and ``vllm
-  bench serve`` define them) and its latency trend (whether the server kept up) are
-  noisy, and the highest rate whose run happened to hold is biased up (the old rule, still
-  reported as "highest held"). In steady state each is non-decreasing in the rate, so the
-  truth fits each, as a share of its limit (the SLO; the ladder's tolerance for the
-  trend), with a non-decreasing (isotonic) regression over the grid, and the capacity is
-  the highest grid rate at which every fit is within its limit (``monotone_capacity``);
+  bracket. Each run is judged as a ladder's level is (``tuner.capacity.run.level_of``:
+  the SLO's one verdict on its steady p99s, with their intervals, and its backlog), and
+  the truth's capacity and interval are the same fit over the whole grid
+  (``tuner.trials.curve.Curve.estimate``): many long runs, so a narrow interval. The
+  highest rate whose run happened to hold (biased up) is still reported;
 - the ladder (``tuner.capacity.run_ladder``), once per seed, each on a fresh server with
-  prompts and arrivals of its own (another seed): its error against the truth, and the
-  repeat error (max - min) / mean over the seeds (``--seeds``; |c1 - c2| / mean for two);
+  prompts and arrivals of its own (another seed): its capacity's interval against the
+  truth's (coverage: the two overlap), the interval's width over its point, whether
+  every pair of the same profile's ladders overlap (repeats), and the point's error;
 - its cost: wall seconds of warm-up + levels (the start excluded) against one of today's
   single closed-loop benchmarks on a fresh server (``--today-requests`` at the same
   concurrency, with its warm-up requests).
@@ -39,16 +38,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from scipy.optimize import isotonic_regression
 
 from tuner.loadgen import SLO, LoadSpec, WorkloadSpec, run_benchmark
-from tuner.capacity.run import level_load, run_ladder
+from tuner.capacity.run import level_load, level_of, run_ladder
 from tuner.loadgen.ladder import LadderPlan
+from tuner.slo import Capacity
 from tuner.testing.sim_server import MODEL_NAME, sim_server
+from tuner.trials.curve import Curve, Level
 
 RESULTS = Path(__file__).with_name("results")
+ARGS = argparse.Namespace(ttft_slo=1500.0, itl_slo=250.0)  # the run's, set by main()
 CLIENT = {"max_client_lag_ms": 50.0}  # a shared machine: the client may lag (simulated ms)
-FAILED_SHARE = 10.0  # a run with failed requests, in shares of every limit
 
 
 @dataclass(frozen=True)
@@ -80,38 +80,29 @@ def slos(args) -> SLO:
 
 
 async def grid_run(url: str, rate: float, args, ts: float, seed: int) -> dict:
-    """One long open-loop run: whether it held, and the p99s that decided it."""
+    """One long open-loop run, judged as a ladder's level (its JSON)."""
     load = level_load(closed_loop(args, 1), rate, args.grid_s, ts)
     r = await run_benchmark(url, MODEL_NAME, workload(seed), load, slo=slos(args),
                             time_scale=ts)
-    m = r.metrics
-    return {"held": bool(r.valid and m.get("slo_met") == 1.0 and not m.get("failed")),
-            "p99_ttft_ms": m.get("p99_ttft_ms"), "p99_itl_ms": m.get("p99_itl_ms"),
-            "latency_trend": (r.window or {}).get("latency_trend"),
-            "completed": m.get("completed"), "failed": m.get("failed"),
-            "valid": r.valid, "invalid_reason": r.invalid_reason}
+    return level_of(rate, r, slos(args).judged(LadderPlan().tolerance)).to_json()
 
 
-def monotone_capacity(grid: dict[float, dict], args) -> float:
-    """The highest valid grid rate at which the non-decreasing fits of p99 TTFT / SLO,
-    p99 ITL / SLO and latency trend / tolerance are all at most 1 (0 when none is); a run
-    with failed requests counts as far past every limit."""
-    rates = sorted(r for r, run in grid.items() if run["valid"])
-    if not rates:
-        return 0.0
-    limits = (("p99_ttft_ms", args.ttft_slo), ("p99_itl_ms", args.itl_slo),
-              ("latency_trend", LadderPlan().tolerance))
-    ok = np.ones(len(rates), dtype=bool)
-    for key, limit in limits:
-        share = [FAILED_SHARE if grid[r].get("failed") else (grid[r].get(key) or 0.0) / limit
-                 for r in rates]
-        ok &= isotonic_regression(share, increasing=True).x <= 1.0
-    within = [r for r, good in zip(rates, ok) if good]
-    return max(within) if within else 0.0
+def grid_curve(grid: dict) -> Curve:
+    """The grid's runs as one curve judged at the bench's SLO (every run a level)."""
+    levels = tuple(Level.from_json(run) for run in grid.values())
+    slo = {"p99_ttft_ms": ARGS.ttft_slo, "p99_itl_ms": ARGS.itl_slo}
+    return Curve(levels=levels, tolerance=LadderPlan().tolerance, slo=slo)
+
+
+def estimate_json(est: Capacity | None) -> dict:
+    if est is None:
+        return {}
+    return {"capacity_rps": est.point, "lower": est.lower, "upper": est.upper,
+            "censored": est.censored}
 
 
 async def truth(url: str, args, ts: float) -> dict:
-    """The grid: saturated throughput, then coarse and fine open-loop runs."""
+    """The grid: saturated throughput, then coarse and fine open-loop runs, and the fit."""
     warm = await run_benchmark(url, MODEL_NAME, workload(1), closed_loop(args, args.warmup),
                                time_scale=ts)
     sat = warm.metrics["request_throughput"]
@@ -119,15 +110,15 @@ async def truth(url: str, args, ts: float) -> dict:
     coarse = np.linspace(args.grid_low, args.grid_high, args.coarse) * sat
     for k, rate in enumerate(coarse):
         grid[float(rate)] = await grid_run(url, rate, args, ts, 100 + k)
-    lo = monotone_capacity(grid, args) or coarse[0] / 2
+    lo = grid_curve(grid).capacity_rps or coarse[0] / 2
     above = [r for r in grid if r > lo]
     hi = min(above) if above else lo
     rate, k = lo * (1 + args.fine), 0
     while rate < hi:
         grid[float(rate)] = await grid_run(url, rate, args, ts, 200 + k)
         rate, k = rate * (1 + args.fine), k + 1
-    held = [r for r, run in grid.items() if run["held"]]
-    return {"saturated_rps": sat, "capacity_rps": monotone_capacity(grid, args),
+    held = [r for r, run in grid.items() if run.get("held")]
+    return {"saturated_rps": sat, **estimate_json(grid_curve(grid).estimate()),
             "highest_held_rps": max(held) if held else 0.0,
             "grid": {f"{r:.4f}": run for r, run in sorted(grid.items())}}
 
@@ -139,7 +130,7 @@ async def one_ladder(profile: Profile, args, ts: float, seed: int) -> dict:
                                slos(args), LadderPlan(stop_on_miss=args.stop_on_miss),
                                level_s=args.level_s, time_scale=ts)
         wall = time.monotonic() - t0
-    return {"capacity_rps": run.curve.capacity_rps, "verdict": run.curve.verdict,
+    return {**estimate_json(run.curve.estimate()), "verdict": run.curve.verdict,
             "wall_s": wall, "curve": run.curve.to_json()}
 
 
@@ -162,11 +153,33 @@ async def measure(profile: Profile, args, truths: dict[str, dict]) -> dict:
             true = await truth(url, args, ts)
     ladders = [await one_ladder(profile, args, ts, seed) for seed in args.seeds]
     caps = [lad["capacity_rps"] for lad in ladders]
+    pairs = [(a, b) for i, a in enumerate(ladders) for b in ladders[i + 1:]]
     return {"profile": profile.name, "held_out": profile.held_out, "time_scale": ts,
             "truth": true, "ladders": ladders, "today_wall_s": await today(profile, args, ts),
             "errors": [c / true["capacity_rps"] - 1 if true["capacity_rps"] else None
                        for c in caps],
+            "covered": [overlap(lad, true) for lad in ladders],
+            "widths": [width(lad) for lad in ladders],
+            "repeats_overlap": [overlap(a, b) for a, b in pairs],
             "repeat_error": (np.ptp(caps) / np.mean(caps) if np.mean(caps) else 0.0)}
+
+
+def overlap(a: dict, b: dict) -> bool | None:
+    """Whether two estimates' intervals overlap (None when either has none)."""
+    if a.get("lower") is None or b.get("lower") is None:
+        return None
+    return a["lower"] <= b["upper"] and b["lower"] <= a["upper"]
+
+
+def width(est: dict) -> float | None:
+    if est.get("lower") is None or not est.get("capacity_rps"):
+        return None
+    return (est["upper"] - est["lower"]) / est["capacity_rps"]
+
+
+def share(flags: list[bool | None]) -> str:
+    known = [f for f in flags if f is not None]
+    return f"{sum(known)}/{len(known)}" if known else "n/a"
 
 
 def spread(values: list[float]) -> str:
@@ -180,7 +193,8 @@ def grid_band(grid: dict[str, dict]) -> tuple[float, float] | None:
     """Where the truth's own long runs disagree: the lowest valid grid rate whose run
     failed and the highest whose run held, when the first lies below the second (None
     when the grid is monotone: every held run below every failed one)."""
-    runs = [(float(rate), run["held"]) for rate, run in grid.items() if run["valid"]]
+    runs = [(float(rate), bool(run.get("held"))) for rate, run in grid.items()
+            if run.get("valid", run.get("invalid_reason") is None)]
     failed = [rate for rate, held in runs if not held]
     held = [rate for rate, held in runs if held]
     if not failed or not held or min(failed) >= max(held):
@@ -196,18 +210,23 @@ def _band(r: dict) -> str:
 
 
 def report(rows: list[dict], command: str) -> str:
-    lines = [f"    {command}", "", "| profile | truth rps | (highest held) | grid band | "
-             "ladder rps | error | repeat | cost x today | levels |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    lines = [f"    {command}", "", "| profile | truth rps [interval] | (highest held) | "
+             "grid band | ladder rps | error | covered | width | repeats overlap | repeat | "
+             "cost x today | levels |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         caps = " / ".join(f"{lad['capacity_rps']:.3f}" for lad in r["ladders"])
+        t = r["truth"]
+        tint = (f"{t['capacity_rps']:.3f} [{t['lower']:.3f}, {t['upper']:.3f}]"
+                if t.get("lower") is not None else f"{t['capacity_rps']:.3f}")
+        widths = " / ".join("n/a" if w is None else f"{w:.3f}" for w in r["widths"])
         errs = " / ".join("n/a" if e is None else f"{e:+.3f}" for e in r["errors"])
         cost = " / ".join(f"{lad['wall_s'] / r['today_wall_s']:.2f}" for lad in r["ladders"])
         levels = " / ".join(str(len(lad["curve"]["levels"])) for lad in r["ladders"])
         name = r["profile"] + (" (held out)" if r["held_out"] else "")
-        lines.append(f"| {name} | {r['truth']['capacity_rps']:.3f} | "
-                     f"{r['truth']['highest_held_rps']:.3f} | {_band(r)} | {caps} | {errs} | "
-                     f"{r['repeat_error']:.3f} | {cost} | {levels} |")
+        lines.append(f"| {name} | {tint} | {t['highest_held_rps']:.3f} | {_band(r)} | "
+                     f"{caps} | {errs} | {share(r['covered'])} | {widths} | "
+                     f"{share(r['repeats_overlap'])} | {r['repeat_error']:.3f} | {cost} | "
+                     f"{levels} |")
     for label, group in (("tuned", [r for r in rows if not r["held_out"]]),
                          ("held out", [r for r in rows if r["held_out"]])):
         lines += ["", f"{label}: median [min, max] over profiles x runs",
@@ -215,6 +234,12 @@ def report(rows: list[dict], command: str) -> str:
                   "- |error| vs truth: " + spread([abs(e) for r in group for e in r["errors"]
                                                    if e is not None]),
                   f"- repeat error: {spread([r['repeat_error'] for r in group])}",
+                  "- covered (interval overlaps the truth's): "
+                  + share([c for r in group for c in r["covered"]]),
+                  "- interval width / point: "
+                  + spread([w for r in group for w in r["widths"]]),
+                  "- repeats overlap (pairs of one profile's ladders): "
+                  + share([c for r in group for c in r["repeats_overlap"]]),
                   "- cost / today: " + spread([lad["wall_s"] / r["today_wall_s"]
                                                for r in group for lad in r["ladders"]])]
     lines += ["", "grid band: where single long runs of the truth's grid disagree (a failed run "
@@ -243,7 +268,8 @@ def main() -> int:
     p.add_argument("--profile", action="append", choices=[pr.name for pr in PROFILES],
                    help="only these profiles (repeatable; default: all)")
     p.add_argument("--seeds", type=lambda v: [int(x) for x in v.split(",")],
-                   default=[11, 12], help="the ladders' prompt seeds (comma-separated)")
+                   default=[11, 12, 13, 14, 15],
+                   help="the ladders' prompt seeds (comma-separated)")
     p.add_argument("--no-stop-on-miss", dest="stop_on_miss", action="store_false",
                    help="levels run whole even once their SLO miss is certain")
     p.add_argument("--truth-from", type=Path,
@@ -252,6 +278,7 @@ def main() -> int:
     p.add_argument("--report", action="store_true",
                    help="only write OUT.md again from OUT.json (no run)")
     args = p.parse_args()
+    ARGS.__dict__.update(vars(args))
     if args.report:
         saved = json.loads((RESULTS / f"{args.out}.json").read_text())
         text = report(saved["rows"], saved["command"])

@@ -12,14 +12,16 @@ latency-vs-load curve (``tuner.trials.curve``).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from tuner.errors import BenchmarkError, UsageError
 from tuner.loadgen.benchmark import BenchmarkResult, run_benchmark
-from tuner.loadgen.ladder import LadderPlan, assess, holds, level_requests, next_rate
+from tuner.loadgen.ladder import LadderPlan, assess, level_requests, next_rate
 from tuner.loadgen.spec import SLO, LoadSpec, WorkloadSpec
+from tuner.slo import Slo
 from tuner.trials.curve import Curve, Level
 
 # Level k draws prompts with seed + k x this: the prompts of an earlier level (or of the
@@ -81,9 +83,10 @@ async def climb(base_url: str, model: str, workload: WorkloadSpec, load: LoadSpe
     """The ladder's levels after a warm-up that measured ``saturated`` requests/s on the
     same server (``run_ladder``'s, or a trial's own saturated benchmark): as
     ``run_ladder`` says, from its first level on."""
-    held: dict[float, bool] = {}
+    judged = slo.judged(plan.tolerance)
     levels: list[Level] = []
-    while (rate := next_rate(held, saturated, plan)) is not None:
+    while (rate := next_rate([lv.point(judged) for lv in levels if lv.usable],
+                             saturated, plan)) is not None:
         if on_level is not None:
             on_level(len(levels) + 1, plan.max_levels, rate)
         seeded = workload.model_copy(
@@ -98,11 +101,12 @@ async def climb(base_url: str, model: str, workload: WorkloadSpec, load: LoadSpe
             if result.valid or not (result.lag_reason
                                     or result.metrics.get("coalesced_reads")):
                 break
-        levels.append(level_of(rate, result, plan.tolerance))
-        held[rate] = bool(levels[-1].held)
-    verdict = assess(held, saturated, plan).verdict
+        levels.append(level_of(rate, result, judged))
+        if len(levels) >= 2 * plan.max_levels:
+            break  # levels that measured the client count only against this bound
+    verdict = assess([lv.point(judged) for lv in levels if lv.usable], saturated, plan).verdict
     return Curve(levels=tuple(levels), saturated_rps=saturated, tolerance=plan.tolerance,
-                 verdict=verdict.value)
+                 verdict=verdict.value, slo=dict(judged.limits))
 
 
 def stops_on_miss(plan: LadderPlan, rate: float) -> bool:
@@ -126,41 +130,46 @@ def level_load(load: LoadSpec, rate: float, level_s: float, time_scale: float = 
                        "max_concurrency": None, "warmup_requests": 0, "early_stop": False})
 
 
-def level_of(rate: float, result: BenchmarkResult, tolerance: float = LadderPlan.tolerance
-             ) -> Level:
+def level_of(rate: float, result: BenchmarkResult, slo: Slo) -> Level:
     """The level a run at offered ``rate`` measured (its metrics already in server time):
     the output throughput over the steady window where it gave an interval, else over the
     run; latencies over the whole run, as ``vllm bench serve`` reports them, and over its
-    steady state (``steady_p99_*``, ``tuner.loadgen.window.steady_figures``). SLO
-    attainment counts failed requests as missing the SLOs. It holds as
-    ``tuner.loadgen.ladder.holds`` says: the SLOs judged on the steady state where the
-    run had one (a long run at the rate is mostly steady state; a short level's ramp and
-    drain, at a lighter load, would flatter its p99s), else on the whole run, and the
-    server keeping up within ``tolerance`` (the ladder's). A run stopped on a certain
-    miss (``stop_reason`` "missed") never holds, and its figures, those of a shortened
-    run, are marked ``stopped_early``."""
+    steady state (``steady_p99_*``, ``tuner.loadgen.window.steady_samples``) with their
+    intervals (``estimates``). It holds when ``slo``'s verdict on it holds
+    (``tuner.slo.Slo.verdict``: every limit met by the steady requests where the run had a
+    steady state, else by the whole run, and the backlog within the tolerance), the run
+    was valid, completed requests and failed none. SLO attainment counts failed requests
+    as missing the SLOs. A run stopped on a certain miss (``stop_reason`` "missed") never
+    holds, and its figures, those of a shortened run, are marked ``stopped_early``."""
     m = result.metrics
     completed, failed = int(m.get("completed", 0)), int(m.get("failed", 0))
     good = round(m.get("request_goodput", 0.0) * m.get("duration", 0.0))
-    trend = (result.window or {}).get("latency_trend")
+    window = result.window or {}
     stopped = result.stop_reason == "missed"
-    held = not stopped and holds(valid=result.valid, completed=completed,
-                                 slo_met=m.get("window_slo_met", m.get("slo_met")),
-                                 failed=failed, latency_trend=trend, tolerance=tolerance)
-    return Level(offered_rps=rate, achieved_rps=achieved_rps(result),
-                 output_throughput=_finite(m.get("steady_output_throughput",
-                                                 m.get("output_throughput"))),
-                 p50_ttft_ms=_finite(m.get("median_ttft_ms")),
-                 p99_ttft_ms=_finite(m.get("p99_ttft_ms")),
-                 p50_itl_ms=_finite(m.get("median_itl_ms")),
-                 p99_itl_ms=_finite(m.get("p99_itl_ms")),
-                 steady_p99_ttft_ms=_finite(m.get("window_p99_ttft_ms")),
-                 steady_p99_itl_ms=_finite(m.get("window_p99_itl_ms")),
-                 slo_attainment=good / (completed + failed) if completed + failed else 0.0,
-                 goodput_rps=_finite(m.get("request_goodput")),
-                 latency_trend=_finite(trend), held=held,
-                 requests=completed + failed, failed=failed,
-                 invalid_reason=result.invalid_reason, stopped_early=stopped or None)
+    level = Level(offered_rps=rate, achieved_rps=achieved_rps(result),
+                  output_throughput=_finite(m.get("steady_output_throughput",
+                                                  m.get("output_throughput"))),
+                  p50_ttft_ms=_finite(m.get("median_ttft_ms")),
+                  p99_ttft_ms=_finite(m.get("p99_ttft_ms")),
+                  p50_itl_ms=_finite(m.get("median_itl_ms")),
+                  p99_itl_ms=_finite(m.get("p99_itl_ms")),
+                  p99_tpot_ms=_finite(m.get("p99_tpot_ms")),
+                  p99_e2el_ms=_finite(m.get("p99_e2el_ms")),
+                  steady_p99_ttft_ms=_finite(m.get("window_p99_ttft_ms")),
+                  steady_p99_itl_ms=_finite(m.get("window_p99_itl_ms")),
+                  steady_p99_tpot_ms=_finite(m.get("window_p99_tpot_ms")),
+                  steady_p99_e2el_ms=_finite(m.get("window_p99_e2el_ms")),
+                  estimates=window.get("estimates") or {},
+                  slo_attainment=good / (completed + failed) if completed + failed else 0.0,
+                  goodput_rps=_finite(m.get("request_goodput")),
+                  latency_trend=_finite(window.get("latency_trend")),
+                  latency_trend_se=_finite(window.get("latency_trend_se")),
+                  requests=completed + failed, failed=failed,
+                  invalid_reason=result.invalid_reason, stopped_early=stopped or None)
+    verdict = level.verdict(slo)
+    held = (not stopped and result.valid and completed > 0 and failed == 0
+            and verdict.held)
+    return dataclasses.replace(level, held=held, margins=verdict.to_json())
 
 
 def achieved_rps(result: BenchmarkResult) -> float | None:

@@ -31,7 +31,7 @@ from tuner.loadgen.priority import REALTIME
 from tuner.loadgen.replay import arrivals_at, arrivals_within_at
 from tuner.loadgen.spec import SLO, LoadSpec, WorkloadSpec
 from tuner.loadgen.trace import read_trace
-from tuner.loadgen.window import Window, steady_figures, steady_window
+from tuner.loadgen.window import Window, steady_estimates, steady_figures, steady_window
 
 Progress = Callable[[int, int | None], None]
 WARMUP_SEED_OFFSET = 1_000_003
@@ -247,15 +247,18 @@ def _result(shards: list[ShardResult], t0: float, workload: WorkloadSpec, load: 
     window = steady_window(outputs, load.itl_metric) if load.closed_loop or paced else None
     stop = shards[0].stop_reason if len(shards) == 1 else "count"
     metrics.update(steady_metrics(window, load.itl_metric))
+    stored = window_in_simulated_time(window, time_scale)
     if paced and window is not None:
         metrics.update(window_slo_metrics(steady_figures(outputs, window.start, window.end),
                                           to_wall_time(slo, time_scale)))
+        stored["estimates"] = estimates_in_simulated_time(
+            steady_estimates(outputs, window.start, window.end), time_scale)
     return BenchmarkResult(
         metrics=to_simulated_time(metrics, time_scale), failures=count_failures(outputs),
         server=server, client=client, valid=reason is None, invalid_reason=reason,
         noise=noise_estimate(outputs), config=config, errors=errors, time_scale=time_scale,
         lag_reason=lag, unobservable=unseen,
-        window=window_in_simulated_time(window, time_scale), stop_reason=stop)
+        window=stored, stop_reason=stop)
 
 
 def steady_metrics(window: Window | None, itl_metric: str) -> dict[str, float]:
@@ -292,6 +295,15 @@ def window_in_simulated_time(window: Window | None, time_scale: float) -> dict |
             out[key] = {**out[key], **{k: out[key][k] * factor for k in
                                        ("value", "half_width", "repeat_half_width")}}
     return out
+
+
+def estimates_in_simulated_time(estimates: dict[str, dict], time_scale: float
+                                ) -> dict[str, dict]:
+    """``window.steady_estimates`` (wall ms) in simulated ms: value and ends times
+    ``time_scale``."""
+    return {figure: {k: (v * time_scale if k in ("value", "lower", "upper") and v is not None
+                         else v) for k, v in est.items()}
+            for figure, est in estimates.items()}
 
 
 def _client_view(shards: list[ShardResult], t0: float,

@@ -22,6 +22,7 @@ from tuner.errors import UsageError
 from tuner.limits import (MAX_CLIENT_PROCESSES, MAX_CONCURRENCY, MAX_DURATION_MS, MAX_DURATION_S,
                           MAX_RELATIVE, MAX_REQUEST_RATE, MAX_REQUESTS, MAX_SEED, MAX_SPEEDUP,
                           MAX_TOKENS, MAX_TURNS, MAX_VOCAB)
+from tuner.slo import Slo
 
 WORKLOAD_KINDS = ("random", "shared-prefix", "multi-turn", "sharegpt", "trace")
 ENDPOINTS = ("completions", "chat", "generate")
@@ -311,10 +312,10 @@ class LoadSpec(_Direct, Stopping, Arrivals):
 class SLO:
     """Service-level objectives, in milliseconds; ``None`` means no objective.
 
-    A request is *good* (counts toward goodput) when its TTFT <= ``ttft_p99_ms``, the p99 of
-    its own inter-token latencies <= ``itl_p99_ms``, its TPOT <= ``tpot_ms`` and its E2EL <=
-    ``e2el_ms``. The run meets the SLO (metric ``slo_met``) when the run's p99 TTFT and p99 ITL
-    are within ``ttft_p99_ms`` and ``itl_p99_ms``.
+    A request is *good* (counts toward goodput) when its TTFT <= ``ttft_p99_ms``, its TPOT
+    <= ``tpot_ms`` and its E2EL <= ``e2el_ms``, as ``vllm bench serve --goodput`` counts.
+    The run meets the SLO (metric ``slo_met``) when the run's p99 TTFT, ITL, TPOT and E2EL
+    are within them; a ladder's level is judged by ``judged()``'s verdict.
     """
 
     ttft_p99_ms: float | None = None
@@ -334,3 +335,10 @@ class SLO:
         return all(
             v is None for v in (self.ttft_p99_ms, self.itl_p99_ms, self.tpot_ms, self.e2el_ms)
         )
+
+    def judged(self, backlog_tolerance: float | None = None) -> Slo:
+        """The same limits as the ``tuner.slo.Slo`` whose verdict judges a run's p99s
+        (and a backlog within ``backlog_tolerance``; None: not judged)."""
+        return Slo.of({"p99_ttft_ms": self.ttft_p99_ms, "p99_itl_ms": self.itl_p99_ms,
+                       "p99_tpot_ms": self.tpot_ms, "p99_e2el_ms": self.e2el_ms},
+                      backlog_tolerance)

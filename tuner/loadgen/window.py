@@ -41,6 +41,7 @@ import numpy as np
 
 from tuner.loadgen.client import RequestOutput
 from tuner.loadgen.metrics import tpot
+from tuner.slo import percentile_estimate
 
 MAX_BATCHES = 20  # more batches than this only shortens them below what is needed
 MIN_BATCHES = 4  # a t-interval from fewer is too wide to decide anything
@@ -76,6 +77,7 @@ class Window:
     p99_itl_ms: Interval | None
     itl_metric: str  # "itl" (vLLM's, per message) or "itl_per_token"
     latency_trend: float | None = None  # see ``latency_trend``
+    latency_trend_se: float | None = None  # its standard error (``latency_trend_fit``)
 
     @property
     def seconds(self) -> float:
@@ -126,8 +128,9 @@ def steady_window(outputs: Sequence[RequestOutput], itl_metric: str = "itl") -> 
         p99s = [_p99_ms(itl_v[(itl_t >= a) & (itl_t < b)]) for a, b in zip(edges, edges[1:])]
         throughput = _interval(pooled_rate, rates)
         p99 = _interval(pooled_p99, [x for x in p99s if not math.isnan(x)])
+    trend = latency_trend_fit(steady_requests(ok, start, end))
     return Window(float(start), float(end), done, batches, throughput, p99, itl_metric,
-                  latency_trend(steady_requests(ok, start, end)))
+                  None if trend is None else trend[0], None if trend is None else trend[1])
 
 
 def steady_requests(outputs: Sequence[RequestOutput], start: float,
@@ -141,24 +144,45 @@ def steady_requests(outputs: Sequence[RequestOutput], start: float,
     return [o for o in outputs if start <= o.start_time <= last]
 
 
-def steady_figures(outputs: Sequence[RequestOutput], start: float,
-                   end: float) -> dict[str, float]:
-    """The p99s (ms, as ``p99_ttft_ms``... in ``tuner.loadgen.metrics``) of the steady state
-    of a paced run's window ``[start, end]``: the TTFT of the requests that started in it,
-    the ITL (vLLM's, per message) of the gaps that ended in it, and the TPOT and E2EL of
-    its ``steady_requests``. The ramp and the drain run at a lighter load, and their gaps
-    would flatter a short run's p99s. A figure without a sample is left out."""
-    ok = [o for o in outputs if o.success]
+def steady_samples(outputs: Sequence[RequestOutput], start: float,
+                   end: float) -> dict[str, np.ndarray]:
+    """The latency samples (seconds, in the order they were observed) of the steady state of
+    a paced run's window ``[start, end]``: the TTFT of the requests that started in it, the
+    ITL (vLLM's, per message) of the gaps that ended in it, and the TPOT and E2EL of its
+    ``steady_requests``. The ramp and the drain run at a lighter load, and their gaps would
+    flatter a short run's p99s. A figure without a sample is left out."""
+    ok = sorted((o for o in outputs if o.success), key=lambda o: o.start_time)
     if not ok:
         return {}
     _, itl_t, itl_v = _stamps(ok, "itl")
+    order = np.argsort(itl_t, kind="stable")
+    itl_t, itl_v = itl_t[order], itl_v[order]
     steady = steady_requests(ok, start, end)
     samples = (("ttft", [o.ttft for o in ok if start <= o.start_time <= end]),
                ("itl", itl_v[(itl_t >= start) & (itl_t <= end)]),
                ("tpot", [tpot(o) for o in steady if (o.output_tokens or 1) > 1]),
                ("e2el", [o.latency for o in steady]))
-    return {f"p99_{name}_ms": _p99_ms(np.asarray(values, dtype=float))
-            for name, values in samples if len(values)}
+    return {name: np.asarray(values, dtype=float) for name, values in samples if len(values)}
+
+
+def steady_figures(outputs: Sequence[RequestOutput], start: float,
+                   end: float) -> dict[str, float]:
+    """The p99s (ms, as ``p99_ttft_ms``... in ``tuner.loadgen.metrics``) of
+    ``steady_samples``."""
+    return {f"p99_{name}_ms": _p99_ms(values)
+            for name, values in steady_samples(outputs, start, end).items()}
+
+
+def steady_estimates(outputs: Sequence[RequestOutput], start: float,
+                     end: float) -> dict[str, dict]:
+    """The p99s of ``steady_samples`` with their intervals (``tuner.slo.percentile_estimate``,
+    ms; its JSON), as ``p99_ttft_ms``...; a figure with too few samples is left out."""
+    out = {}
+    for name, values in steady_samples(outputs, start, end).items():
+        est = percentile_estimate(values * 1000.0, 99.0)
+        if est is not None:
+            out[f"p99_{name}_ms"] = est.to_json()
+    return out
 
 
 def latency_trend(outputs: Sequence[RequestOutput]) -> float | None:
@@ -172,13 +196,28 @@ def latency_trend(outputs: Sequence[RequestOutput]) -> float | None:
     with arrivals at ``lambda > mu`` makes each request wait ``lambda / mu - 1`` seconds
     longer per second of arrivals, so the trend reads how far the load is above what the
     server sustains, as a share of it."""
-    pts = [(o.start_time, o.latency) for o in outputs if o.success]
+    fit = latency_trend_fit(outputs)
+    return None if fit is None else fit[0]
+
+
+def latency_trend_fit(outputs: Sequence[RequestOutput]) -> tuple[float, float | None] | None:
+    """``latency_trend`` and its standard error (None with fewer than 4 requests). The
+    latencies of neighbouring requests are correlated (they queue together), so the
+    error is inflated by the residuals' lag-1 autocorrelation, as for a mean of AR(1)
+    samples."""
+    pts = sorted((o.start_time, o.latency) for o in outputs if o.success)
     if len(pts) < 3:
         return None
     t, lat = np.asarray(pts, dtype=float).T
     if np.ptp(t) <= 0:
         return None
-    return float(np.polyfit(t, lat, 1)[0])
+    slope, icpt = np.polyfit(t, lat, 1)
+    if len(pts) < 4:
+        return float(slope), None
+    resid = lat - (slope * t + icpt)
+    se = math.sqrt(float(resid @ resid) / (len(pts) - 2) / float(((t - t.mean()) ** 2).sum()))
+    rho = max(0.0, lag1(resid))
+    return float(slope), se * math.sqrt((1.0 + rho) / (1.0 - rho))
 
 
 def _stamps(ok: Sequence[RequestOutput], itl_metric: str):

@@ -135,13 +135,14 @@ def capacity_answer(summary: Summary, fmt: str = "cli", max_itl_p99: float | Non
                     max_ttft_p99: float | None = None,
                     rate: float | None = None) -> BestAnswer:
     """`tuner best` for a study whose trials measured load ladders: the most capacity
-    within the limits (the study's p99 SLOs where a limit is not given), or with ``rate``
-    the lowest p99 ITL at that request rate; from the stored curves, never extrapolated."""
+    within the limits (the study's SLOs where a limit is not given), or with ``rate`` the
+    lowest p99 ITL at that request rate among the trials whose capacity reaches it; from
+    the stored curves and the SLO's one verdict (``tuner.results.capacity``), never
+    extrapolated. The answer names the capacity's interval, or says there is none."""
     spec = summary.spec
-    itl = max_itl_p99 if max_itl_p99 is not None else spec.slo.p99_itl_ms
-    ttft = max_ttft_p99 if max_ttft_p99 is not None else spec.slo.p99_ttft_ms
-    limits = ", ".join(f"{k} <= {v:g} ms" for k, v in
-                       (("p99 ITL", itl), ("p99 TTFT", ttft)) if v is not None) or "no limits"
+    limits_ms = {**spec.slo.limits(), **user_limits(max_itl_p99, max_ttft_p99)}
+    slo = capacity.slo_at(limits_ms, spec.capacity.tolerance)
+    limits = ", ".join(f"{k} <= {v:g} ms" for k, v in slo.limits) or "no limits"
     edge = capacity.highest_measured(summary.records)
     if edge is None:
         return BestAnswer("", False, f"study {summary.name} has no measured load ladder yet "
@@ -151,10 +152,10 @@ def capacity_answer(summary: Summary, fmt: str = "cli", max_itl_p99: float | Non
             return BestAnswer("", False, f"{rate:g} req/s is above the highest measured "
                                          f"level ({edge:.3g} req/s): tuner best does not "
                                          "extrapolate")
-        found = capacity.lowest_latency_at(summary.records, rate, itl, ttft)
+        found = capacity.lowest_latency_at(summary.records, rate, slo)
         what = f"at {rate:g} req/s"
     else:
-        found = capacity.most_capacity(summary.records, itl, ttft)
+        found = capacity.most_capacity(summary.records, slo)
         what = "capacity"
     if found is None:
         return BestAnswer("", False, f"no trial of study {summary.name} holds {limits} "
@@ -166,14 +167,38 @@ def capacity_answer(summary: Summary, fmt: str = "cli", max_itl_p99: float | Non
     tput = (f", {found.output_throughput:,.0f} tok/s"
             if found.output_throughput is not None else "")
     head = what if rate is not None else f"{what} {found.rate:.3g} req/s"
-    about = (f"trial {chosen.number}: {head} with p99 ITL "
-             f"{found.p99_itl_ms:,.1f} ms, p99 TTFT {found.p99_ttft_ms:,.0f} ms{tput} "
-             f"({measured}); limits: {limits}")
+    about = (f"trial {chosen.number}: {head} {interval_text(found)} with p99 ITL "
+             f"{_ms(found.p99_itl_ms, '{:,.1f}')} ms, p99 TTFT "
+             f"{_ms(found.p99_ttft_ms, '{:,.0f}')} ms{tput} ({measured}); limits: {limits}")
+    est = found.estimate
     doc = trial_document(spec, chosen, changed_flags(chosen.flags, summary.space.defaults),
                          gains(chosen, default_baseline(summary.records), spec.objectives))
     doc.update({"meets_limits": True, "answer": {
         "rate_rps": found.rate, "p99_itl_ms": found.p99_itl_ms,
         "p99_ttft_ms": found.p99_ttft_ms, "output_throughput": found.output_throughput,
         "measured_levels_rps": list(found.levels), "reference": what,
-        "limits": {"p99_itl_ms": itl, "p99_ttft_ms": ttft}}})
+        "capacity_rps": None if est is None else est.point,
+        "capacity_rps_lower": None if est is None else est.lower,
+        "capacity_rps_upper": None if est is None else est.upper,
+        "capacity_censored": None if est is None else est.censored,
+        "at_the_limit": found.at_the_limit,
+        "limits": dict(slo.limits)}})
     return BestAnswer(_render(fmt, doc, about, spec, chosen, True), True, None, about)
+
+
+def interval_text(found: capacity.CapacityAnswer) -> str:
+    """"(capacity 95 % interval 3.2-3.9 req/s)", with "at least" when censored, "at the
+    limit" for a rate inside it, or "(no interval: stored before intervals)"."""
+    est = found.estimate
+    if est is None or est.lower is None:
+        return "(no interval: the trial was stored before capacity intervals)"
+    span = f"capacity 95 % interval {est.lower:.3g}-{est.upper:.3g} req/s"
+    if est.censored:
+        span += f", censored: at least {est.point:.3g} (every level held)"
+    if found.at_the_limit and found.rate != est.point:
+        span += "; at the limit"
+    return f"({span})"
+
+
+def _ms(value: float | None, fmt: str) -> str:
+    return "n/a" if value is None else fmt.format(value)

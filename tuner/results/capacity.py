@@ -1,47 +1,62 @@
 """Answers from the trials' measured latency-vs-load curves, with no new trial (pure).
 
-``most_capacity``: the trial that carries the most requests/s with its p99 ITL and p99
-TTFT within the given limits, and the measured level that shows it. ``lowest_latency_at``:
-the trial with the lowest p99 ITL at a given request rate (interpolated between the two
-measured levels around it), within the same limits there. Neither extrapolates: a rate
-above a trial's highest measured level has no answer from that trial, and a level counts
-only as it was measured (every request completed, the run valid, not stopped early). A
-level's p99s are the ones the ladder judged it on (``Level.judged_p99_itl_ms``: its steady
-requests', else the whole run's), so that an answer at a study's own SLOs agrees with its ``capacity_rps``.
+Every answer judges the levels with the SLO's one verdict (``tuner.slo.Slo.verdict``) at
+the asked limits (the study's SLO where a limit is not given: TTFT, ITL, TPOT and E2EL),
+and reads each trial's capacity at those limits from the same fit the ladder used
+(``tuner.trials.curve.Curve.estimate``), so that an answer at a study's own SLOs is the
+trial's ``capacity_rps``, and no answer at any limits says more than the trial's own
+curve supports.
+
+``most_capacity``: the trial whose capacity at the limits is the highest, with its
+interval and the levels it rests on. ``lowest_latency_at``: among the trials whose
+capacity at the limits reaches a rate, the lowest p99 ITL there (interpolated between
+the two measured levels around it); the answer is "at the limit" when the rate lies
+inside that trial's capacity interval. Neither extrapolates: a rate above a trial's
+highest measured level has no answer from that trial.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from tuner.slo import Capacity, Slo
 from tuner.trials import record
-from tuner.trials.curve import Curve, Level
+from tuner.trials.curve import DEFAULT_TOLERANCE, Curve, Level
 from tuner.trials.record import TrialRecord
 
 
 @dataclass(frozen=True)
 class CapacityAnswer:
-    """``trial`` answers at ``rate`` requests/s, where its p99 ITL and TTFT and output
-    throughput read as given; ``levels``: the measured offered rates it rests on (one, or
-    the two around an interpolated rate)."""
+    """``trial`` answers at ``rate`` requests/s, where its judged p99 ITL and TTFT and its
+    output throughput read as given (None where the levels lack them); ``levels``: the
+    measured offered rates it rests on (one, or the two around the rate); ``estimate``:
+    the trial's capacity at the limits, with its interval (None: stored without one)."""
 
     trial: TrialRecord
     rate: float
-    p99_itl_ms: float
-    p99_ttft_ms: float
+    p99_itl_ms: float | None
+    p99_ttft_ms: float | None
     output_throughput: float | None
     levels: tuple[float, ...]
+    estimate: Capacity | None = None
+
+    @property
+    def at_the_limit(self) -> bool:
+        """The rate lies above the capacity interval's lower end: the trial carries it by
+        its fit, but not with confidence."""
+        est = self.estimate
+        return est is not None and est.lower is not None and self.rate > est.lower
 
 
-def _within(value: float | None, limit: float | None) -> bool:
-    return limit is None or (value is not None and value <= limit)
+def slo_at(limits: Mapping[str, float | None], tolerance: float | None) -> Slo:
+    """The SLO the answers judge with: ``limits`` (figure -> ms; None left out)."""
+    return Slo.of(limits, DEFAULT_TOLERANCE if tolerance is None else tolerance)
 
 
 def _usable(level: Level) -> bool:
-    return (level.offered_rps is not None and not level.failed and not level.stopped_early
-            and level.invalid_reason is None and level.p99_itl_ms is not None
-            and level.p99_ttft_ms is not None)
+    return (level.usable and not level.failed and not level.stopped_early
+            and level.judged_p99_itl_ms is not None and level.judged_p99_ttft_ms is not None)
 
 
 def _candidates(records: Sequence[TrialRecord]) -> list[tuple[TrialRecord, Curve]]:
@@ -56,58 +71,70 @@ def _candidates(records: Sequence[TrialRecord]) -> list[tuple[TrialRecord, Curve
     return out
 
 
-def capacity_within(curve: Curve, max_itl_p99: float | None,
-                    max_ttft_p99: float | None) -> Level | None:
-    """The highest measured level whose p99s are within the limits; None when none is."""
-    ok = [lv for lv in curve.measured if _usable(lv)
-          and _within(lv.judged_p99_itl_ms, max_itl_p99)
-          and _within(lv.judged_p99_ttft_ms, max_ttft_p99)]
-    return ok[-1] if ok else None
+def around(curve: Curve, rate: float) -> tuple[Level, ...]:
+    """The usable measured levels at ``rate``, or the two around it; () outside them."""
+    levels = [lv for lv in curve.measured if _usable(lv)]
+    for lv in levels:
+        if lv.offered_rps == rate:
+            return (lv,)
+    for a, b in zip(levels, levels[1:]):
+        if a.offered_rps <= rate <= b.offered_rps:
+            return (a, b)
+    return ()
 
 
-def most_capacity(records: Sequence[TrialRecord], max_itl_p99: float | None,
-                  max_ttft_p99: float | None) -> CapacityAnswer | None:
-    """The trial with the highest such level (ties: more output tokens/s), or None."""
+def at_rate(curve: Curve, rate: float, estimate: Capacity | None = None
+            ) -> CapacityAnswer | None:
+    """The curve's judged p99s and throughput at ``rate`` (no trial set), interpolated
+    between the usable measured levels around it; None outside them."""
+    near = around(curve, rate)
+    if not near:
+        return None
+    clean = Curve(levels=near)
+    return CapacityAnswer(TrialRecord(), rate, clean.at("judged_p99_itl_ms", rate),
+                          clean.at("judged_p99_ttft_ms", rate),
+                          clean.at("output_throughput", rate),
+                          tuple(lv.offered_rps for lv in near), estimate)
+
+
+def capacity_of(curve: Curve, slo: Slo) -> Capacity | None:
+    """The curve's capacity at ``slo`` (None with no usable level)."""
+    return curve.estimate(slo)
+
+
+def most_capacity(records: Sequence[TrialRecord], slo: Slo) -> CapacityAnswer | None:
+    """The trial with the highest capacity at ``slo`` (ties: more output tokens/s there),
+    or None when no trial carries any traffic within it."""
     best = None
     for r, curve in _candidates(records):
-        level = capacity_within(curve, max_itl_p99, max_ttft_p99)
-        if level is None:
+        est = capacity_of(curve, slo)
+        if est is None or not est.point > 0:
             continue
-        key = (level.offered_rps, level.output_throughput or 0.0)
+        found = at_rate(curve, est.point, est)
+        if found is None:
+            continue
+        key = (est.point, found.output_throughput or 0.0)
         if best is None or key > best[0]:
-            best = (key, CapacityAnswer(r, level.offered_rps, level.judged_p99_itl_ms,
-                                        level.judged_p99_ttft_ms, level.output_throughput,
-                                        (level.offered_rps,)))
+            best = (key, CapacityAnswer(r, est.point, found.p99_itl_ms, found.p99_ttft_ms,
+                                        found.output_throughput, found.levels, est))
     return None if best is None else best[1]
 
 
-def at_rate(curve: Curve, rate: float) -> CapacityAnswer | None:
-    """The curve's p99s and throughput at ``rate`` (no trial set), interpolated between
-    the usable measured levels around it; None outside them."""
-    levels = [lv for lv in curve.measured if _usable(lv)]
-    for a, b in zip(levels, levels[1:] or levels):
-        if a.offered_rps <= rate <= b.offered_rps:
-            clean = Curve(levels=(a, b) if a is not b else (a,))
-            return CapacityAnswer(TrialRecord(), rate, clean.at("judged_p99_itl_ms", rate),
-                                  clean.at("judged_p99_ttft_ms", rate),
-                                  clean.at("output_throughput", rate),
-                                  tuple(sorted({a.offered_rps, b.offered_rps})))
-    return None
-
-
 def lowest_latency_at(records: Sequence[TrialRecord], rate: float,
-                      max_itl_p99: float | None = None,
-                      max_ttft_p99: float | None = None) -> CapacityAnswer | None:
-    """The trial with the lowest p99 ITL at ``rate`` within the limits there, or None."""
+                      slo: Slo) -> CapacityAnswer | None:
+    """The trial with the lowest p99 ITL at ``rate`` among those whose capacity at ``slo``
+    reaches it, or None."""
     best = None
     for r, curve in _candidates(records):
-        answer = at_rate(curve, rate)
-        if answer is None or not (_within(answer.p99_itl_ms, max_itl_p99)
-                                  and _within(answer.p99_ttft_ms, max_ttft_p99)):
+        est = capacity_of(curve, slo)
+        if est is None or est.point < rate:
             continue
-        if best is None or answer.p99_itl_ms < best.p99_itl_ms:
-            best = CapacityAnswer(r, answer.rate, answer.p99_itl_ms, answer.p99_ttft_ms,
-                                  answer.output_throughput, answer.levels)
+        found = at_rate(curve, rate, est)
+        if found is None or found.p99_itl_ms is None:
+            continue
+        if best is None or found.p99_itl_ms < best.p99_itl_ms:
+            best = CapacityAnswer(r, rate, found.p99_itl_ms, found.p99_ttft_ms,
+                                  found.output_throughput, found.levels, est)
     return best
 
 

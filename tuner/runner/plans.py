@@ -49,8 +49,11 @@ def load_of(spec: StudySpec) -> LoadSpec:
 
 
 def slo_of(spec: StudySpec) -> SLO:
+    """Every latency limit the study sets: the ladder judges each at every level, and
+    goodput counts the requests within the TTFT, TPOT and E2EL ones (as vLLM's)."""
     s = spec.slo
-    return SLO(ttft_p99_ms=s.p99_ttft_ms, itl_p99_ms=s.p99_itl_ms)
+    return SLO(ttft_p99_ms=s.p99_ttft_ms, itl_p99_ms=s.p99_itl_ms, tpot_ms=s.p99_tpot_ms,
+               e2el_ms=s.p99_e2el_ms)
 
 
 def ladder_of(spec: StudySpec) -> LadderPlan | None:

@@ -3,9 +3,13 @@
 Each ``Level`` is one bounded open-loop run at an offered request rate; the ``Curve`` holds
 them with the warm-up's saturated throughput and answers, from the measurements only:
 
-- ``capacity_rps``: the highest offered rate whose level held (every SLO met); 0 when
-  none held; None with no level;
-- ``capacity_output_throughput``: the output throughput (tok/s) measured at that level;
+- ``estimate(slo)``: the capacity under ``slo`` (the curve's own SLO by default) with its
+  interval, fitted over the margins of every level (``tuner.slo.fit``): where the SLO's
+  one verdict (``tuner.slo.Slo.verdict``) crosses from held to missed. A curve stored
+  before levels carried intervals (and its SLO) has no interval; one stored without its
+  SLO answers, as it was judged then, the highest offered rate whose level held;
+- ``capacity_rps``: the estimate's point; 0 when no level held; None with no level;
+- ``capacity_output_throughput``: the output throughput (tok/s) at that point;
 - ``at(metric, rate)``: a level figure at a reference rate, interpolated linearly between
   the two measured levels that bracket it; None outside the measured range (the curve is
   never extrapolated).
@@ -20,13 +24,17 @@ on a simulator).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from tuner.slo import FIGURES, Capacity, Point, Slo, Verdict, capacity
 from tuner.trials.parts import Part
 
 # The figures of a level that ``Curve.at`` interpolates.
+DEFAULT_TOLERANCE = 0.05  # the ladder's backlog tolerance when a curve does not say
+
 LEVEL_FIGURES = ("achieved_rps", "output_throughput", "p50_ttft_ms", "p99_ttft_ms",
                  "p50_itl_ms", "p99_itl_ms", "slo_attainment", "goodput_rps",
                  "judged_p99_ttft_ms", "judged_p99_itl_ms")
@@ -50,8 +58,16 @@ class Level(Part):
     p99_ttft_ms: float | None = None
     p50_itl_ms: float | None = None
     p99_itl_ms: float | None = None
+    p99_tpot_ms: float | None = None
+    p99_e2el_ms: float | None = None
     steady_p99_ttft_ms: float | None = None     # over the steady requests, judged by held
     steady_p99_itl_ms: float | None = None
+    steady_p99_tpot_ms: float | None = None
+    steady_p99_e2el_ms: float | None = None
+    # figure -> the steady p99 with its interval (tuner.slo.Estimate's JSON, ms)
+    estimates: Mapping[str, Any] | None = None
+    latency_trend_se: float | None = None       # the trend's standard error
+    margins: Mapping[str, Any] | None = None    # the verdict at the curve's SLO (JSON)
     slo_attainment: float | None = None         # share of requests meeting every SLO
     goodput_rps: float | None = None            # vLLM's request_goodput
     latency_trend: float | None = None          # time in system's growth, s per s
@@ -60,6 +76,35 @@ class Level(Part):
     failed: int | None = None
     invalid_reason: str | None = None
     stopped_early: bool | None = None           # True: stopped once its miss was certain
+
+    def judged(self, figure: str) -> float | None:
+        """The figure (one of ``tuner.slo.FIGURES``) the verdict judges: the steady
+        requests' where the level had a steady state, else the whole run's."""
+        steady = getattr(self, "steady_" + figure)
+        return getattr(self, figure) if steady is None else steady
+
+    def verdict(self, slo: Slo) -> Verdict:
+        """``slo``'s verdict on this level's judged figures, with their intervals where the
+        level recorded them (a level that recorded intervals but none for a figure has it
+        unbounded), and its backlog."""
+        figures = {f: self.judged(f) for f in FIGURES}
+        if self.estimates is None:
+            intervals = None
+        else:
+            intervals = {f: ((self.estimates.get(f) or {}).get("lower"),
+                             (self.estimates.get(f) or {}).get("upper")) for f in FIGURES}
+        return slo.verdict(figures, intervals, self.latency_trend, self.latency_trend_se)
+
+    @property
+    def usable(self) -> bool:
+        """A valid measurement at an offered rate (a client that lagged measured itself)."""
+        return self.offered_rps is not None and self.invalid_reason is None
+
+    def point(self, slo: Slo) -> Point:
+        """This level as the capacity fit takes it: failed requests miss every limit."""
+        if self.failed or self.requests == 0:
+            return Point(self.offered_rps, math.inf, math.inf, math.inf)
+        return Point.of(self.offered_rps, self.verdict(slo), bool(self.stopped_early))
 
     @property
     def judged_p99_itl_ms(self) -> float | None:
@@ -85,6 +130,7 @@ class Curve(Part):
     saturated_rps: float | None = None
     tolerance: float | None = None
     verdict: str | None = None
+    slo: Mapping[str, float] | None = None      # the limits the levels were judged at
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "levels", tuple(Level.of(v) for v in self.levels))
@@ -102,23 +148,52 @@ class Curve(Part):
                             key=lambda lv: lv.offered_rps))
 
     @property
+    def own_slo(self) -> Slo | None:
+        """The SLO the ladder judged its levels at (None: stored before curves kept it)."""
+        if not self.slo:
+            return None
+        tol = DEFAULT_TOLERANCE if self.tolerance is None else self.tolerance
+        return Slo.of(self.slo, tol)
+
+    def estimate(self, slo: Slo | None = None) -> Capacity | None:
+        """The capacity under ``slo`` (the curve's own by default) with its interval
+        (module docstring); None with no usable level, or with neither SLO."""
+        slo = slo or self.own_slo
+        usable = [lv for lv in self.measured if lv.usable]
+        if not usable:
+            return None
+        if slo is None:  # judged before curves kept their SLO: as it was judged then
+            level = self.capacity_level
+            rate = 0.0 if level is None else level.offered_rps
+            return Capacity(rate, None, None, level is usable[-1],
+                            tuple(lv.offered_rps for lv in usable))
+        return capacity([lv.point(slo) for lv in usable])
+
+    @property
     def capacity_level(self) -> Level | None:
+        """The highest level that held."""
         held = [lv for lv in self.measured if lv.held]
         return held[-1] if held else None
 
     @property
     def capacity_rps(self) -> float | None:
-        if not self.measured:
-            return None
-        level = self.capacity_level
-        return 0.0 if level is None else level.offered_rps
+        est = self.estimate()
+        return None if est is None else est.point
 
     @property
     def capacity_output_throughput(self) -> float | None:
+        """The output throughput at the capacity's point: interpolated between the levels
+        around it, else the highest held level's; 0 at a capacity of 0."""
+        est = self.estimate()
+        if est is None:
+            return None
+        if est.point <= 0:
+            return 0.0
+        at = self.at("output_throughput", est.point)
+        if at is not None:
+            return at
         level = self.capacity_level
-        if level is None:
-            return 0.0 if self.measured else None
-        return level.output_throughput
+        return None if level is None else level.output_throughput
 
     def at(self, metric: str, rate: float) -> float | None:
         """``metric`` (one of ``LEVEL_FIGURES``) at offered ``rate``: a measured level's own
@@ -144,11 +219,17 @@ class Curve(Part):
 
 
 def objective_figures(curve: Curve, reference_rate: float | None) -> dict[str, float]:
-    """What a trial tells from its curve: ``capacity_rps`` and ``capacity_output_throughput``,
-    and at ``reference_rate`` the ``reference_p99_itl_ms`` / ``reference_p99_ttft_ms``;
-    a figure the curve cannot give (no level, the rate outside the measured ones) is left
-    out."""
-    out = {"capacity_rps": curve.capacity_rps,
+    """What a trial tells from its curve: ``capacity_rps`` (the estimate's point) with
+    ``capacity_rps_lower`` / ``capacity_rps_upper`` (its interval) and
+    ``capacity_censored`` (1: every level held), ``capacity_output_throughput``, and at
+    ``reference_rate`` the ``reference_p99_itl_ms`` / ``reference_p99_ttft_ms``; a figure
+    the curve cannot give (no level, no interval, the rate outside the measured ones) is
+    left out."""
+    est = curve.estimate()
+    out = {"capacity_rps": None if est is None else est.point,
+           "capacity_rps_lower": None if est is None else est.lower,
+           "capacity_rps_upper": None if est is None else est.upper,
+           "capacity_censored": None if est is None else float(est.censored),
            "capacity_output_throughput": curve.capacity_output_throughput}
     if reference_rate is not None:
         out["reference_p99_itl_ms"] = curve.at("p99_itl_ms", reference_rate)
