@@ -49,29 +49,28 @@ def test_lands_with_the_true_capacity_inside_a_narrow_interval_within_the_budget
 
 
 def test_a_capacity_above_what_the_budget_reaches_is_found_with_a_larger_budget():
-    c = 1.3 * SATURATED
+    c = 2.2 * SATURATED
     _, short = climb(server(c))
     assert short.verdict is Verdict.BUDGET and short.capacity.censored
     assert short.capacity.point < c  # at least the highest level, never above it
-    plan = LadderPlan(max_levels=8)
+    plan = LadderPlan(max_levels=10)
     _, out = climb(server(c), plan=plan)
     assert out.verdict is Verdict.BRACKETED
     assert out.capacity.lower <= c <= out.capacity.upper
 
 
-@pytest.mark.xfail(strict=True, reason="assess stops BRACKETED once the fitted interval is "
-                   "narrow, however wide the bracket: the interval ignores the error of "
-                   "interpolating a curved margin across it")
 @pytest.mark.parametrize("share", [0.3, 0.37])
 def test_lands_with_the_true_capacity_inside_the_interval_for_a_curved_margin(share):
+    """A bracket wider than twice the plan's width never ends the ladder: interpolating a
+    curved margin across it would read the crossing off by more than the interval."""
     c = share * SATURATED
     _, out = climb(server(c, k=2.0, half=0.05))
     assert out.capacity.lower <= c <= out.capacity.upper
 
 
-@pytest.mark.xfail(strict=True, reason="a bracket [10, 40] with tight ends is taken as a "
-                   "capacity known within 1 %: any monotone margin between them fits")
 def test_a_wide_bracket_is_not_a_narrow_capacity():
+    """[10, 40] with tight ends fits any monotone margin between them: not a capacity
+    known within 1 %."""
     points = [Point(10.0, 0.99, 0.985, 0.995), Point(40.0, 5.0, 4.9, 5.1)]
     assert next_rate(points, SATURATED) is not None
 
@@ -80,12 +79,11 @@ def test_every_level_held_steps_past_the_saturated_rate_and_ends_censored():
     plan = LadderPlan(max_levels=8)
     points, out = climb(lambda r: Point(r, 0.5, 0.45, 0.55), plan=plan)
     rates = [p.rate for p in points]
-    # doubling capped by the saturated rate: geometric means with it, never it itself
-    assert rates[:5] == pytest.approx([SATURATED * 0.5 ** (1 / 2 ** i) for i in range(5)])
+    # flat margins: a step, capped at 1 - tolerance of the saturated rate, never it itself
+    assert rates[:2] == pytest.approx([0.5 * SATURATED, 0.95 * SATURATED])
     assert SATURATED not in rates
-    # within the tolerance of it: each next level is ceiling_step above the highest held
-    assert rates[4] >= 0.95 * SATURATED
-    assert rates[5:] == pytest.approx([rates[4] * 1.2 ** i for i in (1, 2, 3)])
+    # a level there held: each next level is ceiling_step above the highest held
+    assert rates[2:] == pytest.approx([rates[1] * 1.2 ** i for i in range(1, 7)])
     assert max(rates) > SATURATED
     assert out.verdict is Verdict.BUDGET and len(points) == 8 and out.hi is None
     assert out.capacity.censored and out.capacity.point == max(rates)

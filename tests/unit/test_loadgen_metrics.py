@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -65,27 +67,35 @@ def test_single_token_outputs_have_no_tpot_and_empty_lists_count_as_zero():
     assert m["completed"] == 0 and m["mean_ttft_ms"] == 0.0 and m["output_throughput"] == 0.0
 
 
-def test_goodput_counts_exactly_the_requests_that_meet_every_slo():
+def test_goodput_counts_exactly_the_requests_within_ttft_tpot_and_e2el_as_vllm_does():
     slo = SLO(ttft_p99_ms=100, itl_p99_ms=20, tpot_ms=15, e2el_ms=300)
-    good = [ok(0.05, [0.01, 0.01]), ok(0.1, [0.02, 0.01])]    # on the limits counts as good
+    good = [
+        ok(0.05, [0.01, 0.01]), ok(0.1, [0.02, 0.01]),  # on the limits counts as good
+        ok(0.05, [0.001] * 10 + [0.03] * 2),  # its own p99 ITL 30 ms: vLLM has no ITL check
+    ]
     bad = [
         ok(0.101, [0.01]),                     # TTFT over
-        ok(0.05, [0.001] * 10 + [0.03] * 2),   # its own p99 ITL 30 ms over; TPOT, E2EL fine
         ok(0.05, [0.019, 0.019]),              # TPOT 19 ms over 15 although ITLs fine
         ok(0.09, [0.0145] * 20),               # E2EL 380 ms over
         failed("http_500"),
     ]
-    assert [meets_slo(o, slo) for o in good + bad] == [True] * 2 + [False] * 5
+    assert [meets_slo(o, slo) for o in good + bad] == [True] * 3 + [False] * 4
     m = calculate_metrics(good + bad, dur_s=4.0, slo=slo)
-    assert m["goodput"] == m["request_goodput"] == 0.5
+    assert m["goodput"] == m["request_goodput"] == 0.75
     assert m["request_throughput"] == 1.5
 
 
-def test_goodput_with_one_objective_ignores_the_others():
-    outs = [ok(0.05, [0.5]), ok(0.2, [0.001])]
+def test_goodput_with_one_objective_ignores_the_others_and_an_itl_limit_changes_nothing():
+    outs = [ok(0.05, [0.5]), ok(0.2, [0.001])]  # TPOT 500 / 1 ms, E2EL 550 / 201 ms
     assert calculate_metrics(outs, 1.0, SLO(ttft_p99_ms=100))["goodput"] == 1.0
-    assert calculate_metrics(outs, 1.0, SLO(itl_p99_ms=10))["goodput"] == 1.0
+    assert calculate_metrics(outs, 1.0, SLO(tpot_ms=10))["goodput"] == 1.0
+    assert calculate_metrics(outs, 1.0, SLO(e2el_ms=300))["goodput"] == 1.0
+    assert calculate_metrics(outs, 1.0, SLO(itl_p99_ms=10))["goodput"] == 2.0
     assert calculate_metrics(outs, 1.0)["goodput"] == 2.0
+    for base in (SLO(ttft_p99_ms=100), SLO(tpot_ms=10), SLO(e2el_ms=300)):
+        with_itl = dataclasses.replace(base, itl_p99_ms=10)
+        assert (calculate_metrics(outs, 1.0, with_itl)["goodput"]
+                == calculate_metrics(outs, 1.0, base)["goodput"])
 
 
 def test_slo_met_judges_the_run_p99s():

@@ -12,13 +12,14 @@ bisected a continuous margin.
 The saturated throughput of the warm-up (a closed loop at full load, requests/s) seeds it:
 
 - the first level is ``start_rate``, else ``first_share`` x the saturated throughput;
-- while every level held, the next doubles the highest, as long as that stays below the
-  saturated throughput; past it, the next is the geometric mean of the highest level and
-  it. An open loop at the saturated throughput is a queue at utilisation 1 with no steady
-  state, so the saturated rate itself is not measured. Once a level within the
-  tolerance of it held, the next steps ``ceiling_step`` above the highest: the warm-up's
-  throughput reads low on a short run, so the ceiling comes from a level that missed,
-  never from the warm-up. If the budget ends first, the capacity is censored;
+- while every level held, the next is where the line through the two highest levels'
+  margins reaches the limit, between ``1 + 2 tolerance`` and ``step`` times the highest
+  (``step`` times it from one level, or when the margins do not rise), and at most
+  ``1 - tolerance`` of the saturated throughput: an open loop at the saturated
+  throughput is a queue at utilisation 1 with no steady state. Once a level there held,
+  the next steps ``ceiling_step`` above the highest: the warm-up's throughput reads low
+  on a short run, so the ceiling comes from a level that missed, never from the
+  warm-up. If the budget ends first, the capacity is censored;
 - while every level missed, the next halves the lowest; if the budget ends so, the
   capacity is 0;
 - with a bracket ``[lo, hi]`` (the fitted margins' last level within the limit and first
@@ -62,7 +63,9 @@ class Verdict(str, enum.Enum):
 @dataclass(frozen=True)
 class LadderPlan:
     """How a ladder searches: it stops once the capacity's interval is at most ``width``
-    of its point (or at most ``max_levels`` measured levels); ``tolerance`` is the
+    of its point and its bracket at most ``2 x width`` wide (the interval reads the
+    levels' noise, not the error of interpolating a curved margin across a wide bracket),
+    or after ``max_levels`` measured levels; ``tolerance`` is the
     bracket's relative width below which levels are repeated rather than placed between,
     and the backlog's tolerance (``tuner.slo.verdict``); the first rate is ``start_rate``
     requests/s, else ``first_share`` of the warm-up's saturated throughput; ``step`` is
@@ -131,7 +134,8 @@ def assess(points: Sequence[Point], saturated: float | None,
     est = capacity(points)
     lo, hi = bracket(points)
     width = None if est is None else est.width
-    if lo is not None and hi is not None and width is not None and width <= plan.width:
+    if (lo is not None and hi is not None and width is not None and width <= plan.width
+            and hi / lo - 1 <= 2 * plan.width):
         verdict = Verdict.BRACKETED
     elif len(points) >= plan.max_levels:
         verdict = Verdict.NONE_HELD if lo is None else Verdict.BUDGET
@@ -162,11 +166,27 @@ def next_rate(points: Sequence[Point], saturated: float | None,
         lo_k, hi_k = lo * (hi / lo) ** 0.25, lo * (hi / lo) ** 0.75
         return min(hi_k, max(lo_k, out.capacity.point))
     if lo is not None:
-        if saturated is not None and lo >= saturated * (1 - plan.tolerance):
-            return lo * plan.ceiling_step
-        up = lo * plan.step
-        return up if saturated is None or up < saturated else math.sqrt(lo * saturated)
+        return _climb(points, lo, saturated, plan)
     return min(p.rate for p in points) / plan.step
+
+
+def _climb(points: Sequence[Point], lo: float, saturated: float | None,
+           plan: LadderPlan) -> float:
+    """The next rate while every level held: where the line through the two highest
+    levels' margins reaches the limit (``step`` x the highest without two levels, or a
+    line that does not rise), kept between ``1 + 2 tolerance`` and ``step`` times the
+    highest, and at most ``1 - tolerance`` of the saturated rate until a level there
+    held; past that, ``ceiling_step`` above it."""
+    ceiling = None if saturated is None else saturated * (1 - plan.tolerance)
+    if ceiling is not None and lo >= ceiling:
+        return lo * plan.ceiling_step
+    ps = pooled(points)
+    guess = lo * plan.step
+    if len(ps) >= 2 and ps[-1].value > ps[-2].value:
+        (r0, g0), (r1, g1) = (ps[-2].rate, ps[-2].value), (ps[-1].rate, ps[-1].value)
+        guess = r1 + (1.0 - g1) * (r1 - r0) / (g1 - g0)
+    up = min(lo * plan.step, max(lo * (1 + 2 * plan.tolerance), guess))
+    return up if ceiling is None or up < ceiling else max(ceiling, lo * (1 + plan.tolerance))
 
 
 def _repeat(points: Sequence[Point], lo: float, hi: float) -> float:

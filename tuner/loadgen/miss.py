@@ -16,7 +16,7 @@ soon as ``k >= 0.01 n_max + 2`` (``must_exceed``), so it exceeds the limit. The 
 counted are those in the steady window so far, which is a subset of the whole run's, so
 both verdicts are fixed. A request still waiting for its first token past the TTFT limit
 counts as a TTFT over it (if it fails instead, the run fails for that). A failed request
-is a certain miss too: a level with a failure never holds (``tuner.loadgen.ladder.holds``).
+is a certain miss too: a level with a failure never holds (``tuner.capacity.run.level_of``).
 """
 
 from __future__ import annotations

@@ -143,3 +143,18 @@ def highest_measured(records: Sequence[TrialRecord]) -> float | None:
     rates = [lv.offered_rps for _, c in _candidates(records) for lv in c.measured
              if _usable(lv)]
     return max(rates) if rates else None
+
+
+def capacity_label(trial: TrialRecord) -> str:
+    """A trial's told capacity as a report shows it: "3.61 [3.27-3.95]" (req/s, its 95 %
+    interval), ">= 3.6 [3.4-3.6] censored" when every level held, "3.6 (no interval)"
+    for a record stored before intervals, "-" without a capacity."""
+    point = trial.metric("capacity_rps")
+    if point is None:
+        return "-"
+    lo, hi = trial.metric("capacity_rps_lower"), trial.metric("capacity_rps_upper")
+    if lo is None or hi is None:
+        return f"{point:.3g} (no interval)"
+    if trial.metric("capacity_censored"):
+        return f">= {point:.3g} [{lo:.3g}-{hi:.3g}] censored"
+    return f"{point:.3g} [{lo:.3g}-{hi:.3g}]"

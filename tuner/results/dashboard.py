@@ -23,7 +23,8 @@ from wsgiref.simple_server import WSGIServer, make_server
 import optuna
 
 from tuner import optuna_adapter
-from tuner.results.best import limits_for, pick_best
+from tuner.results.best import limits_for, pick_best, saturated_limits
+from tuner.results.capacity import capacity_label
 from tuner.results.flagdiff import changed_flags, flag_words
 from tuner.results.lossy import accuracy_line
 from tuner.results.gains import format_gains, gains
@@ -40,7 +41,8 @@ def note_markdown(s: Summary) -> str:
     """The study note: best flags per preference, the default baseline, the environment."""
     default = s.default.record if s.default else None
     lines = [f"## tuner: {s.name}", "", s.spec.description, "", f"{s.counts_line}.", ""]
-    limits = limits_for(s.spec.slo.limits())
+    # a ladder's SLOs are in its capacity already: they do not limit the saturated run
+    limits = limits_for(saturated_limits(s.spec.slo.limits(), s.spec.measures_capacity))
     for prefer in ("throughput", "latency"):
         pick = pick_best(s.records, s.spec.objectives, limits, prefer,
                          lossless_first=not s.spec.space.lossy)
@@ -50,7 +52,9 @@ def note_markdown(s: Summary) -> str:
             lines += ["", "No measured trial yet.", ""]
             continue
         met = "meets the SLOs" if pick.best else "**closest; misses the SLOs**"
-        lines += ["", f"Trial {r.number} ({met}): {pick.metric} = {r.metric(pick.metric):,.1f}, "
+        value = (capacity_label(r) if pick.metric == "capacity_rps"
+                 else f"{r.metric(pick.metric):,.1f}")
+        lines += ["", f"Trial {r.number} ({met}): {pick.metric} = {value}, "
                   f"gain over default {format_gains(gains(r, default, s.spec.objectives))}.",
                   "", f"Flags that differ from vLLM's defaults: "
                   f"`{flag_words(changed_flags(r.flags, s.space.defaults))}`", "",

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from tuner.results import charts
 from tuner.results.best import pick_best, saturated_limits
+from tuner.results.capacity import capacity_label
 from tuner.results.flagdiff import changed_flags, flag_words
 from tuner.results.lossy import accuracy_line
 from tuner.results.gains import format_gains
@@ -109,8 +110,11 @@ def _trials_table(s: Summary) -> str:
         body.append([r.number, r.state, r.outcome or "-", r.baseline or "",
                      _num(r.metric("output_throughput"), "{:,.0f}"),
                      _num(r.metric("p99_itl_ms")), _num(r.metric("p99_ttft_ms"), "{:,.0f}"),
+                     *([capacity_label(r)] if s.spec.measures_capacity else []),
                      flag_words(changed_flags(r.flags, s.space.defaults)) if r.flags else "",
                      note])
+    if s.spec.measures_capacity:
+        head.insert(7, "capacity req/s [95 % interval]")
     return table(head, body, numeric={0, 4, 5, 6})
 
 

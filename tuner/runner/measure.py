@@ -139,7 +139,7 @@ def one_level(server: Server, plan: TrialPlan, rate: float, run: int) -> Level:
         server.url, bench.model, bench.for_run(run), load, slo=bench.slo,
         time_scale=bench.time_scale), bench.timeout_s, "cross-check level"))
     tolerance = bench.ladder.tolerance if bench.ladder is not None else LadderPlan.tolerance
-    return level_of(rate, result, tolerance)
+    return level_of(rate, result, bench.slo.judged(tolerance))
 
 
 def _failure(kind: FailureKind | str, message: str, server: Server) -> Failure:

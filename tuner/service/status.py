@@ -16,6 +16,7 @@ from typing import Any
 from optuna.trial import FrozenTrial
 
 from tuner.results.best import pick_best, saturated_limits
+from tuner.results.capacity import capacity_label
 from tuner.results.gains import gains
 from tuner.storage.registry import STOP
 from tuner.service.workers import WorkerView, views
@@ -36,6 +37,7 @@ class Best:
     metric: str
     value: float
     gains: Mapping[str, float | None]  # per objective, % better than the default baseline
+    label: str | None = None  # the value as shown: a capacity with its interval
 
 
 @dataclass(frozen=True)
@@ -70,7 +72,8 @@ class StudyStatus:
                         for w in self.workers],
             "best": None if self.best is None else {
                 "trial": self.best.trial, "metric": self.best.metric,
-                "value": self.best.value, "gain_over_default_pct": dict(self.best.gains)},
+                "value": self.best.value, "label": self.best.label,
+                "gain_over_default_pct": dict(self.best.gains)},
             "default_trial": self.default_trial, "front_size": self.front_size,
             "hypervolume": list(self.hypervolume), "mean_trial_s": self.mean_trial_s,
             "eta_s": self.eta_s, "stop_requested": self.stop_requested,
@@ -102,7 +105,8 @@ def _best(spec: StudySpec, records: Sequence[TrialRecord]) -> Best | None:
     if pick.best is None:
         return None
     g = gains(pick.best, default_baseline(records), spec.objectives)
-    return Best(pick.best.number, pick.metric, pick.best.metric(pick.metric) or 0.0, g)
+    label = capacity_label(pick.best) if pick.metric == "capacity_rps" else None
+    return Best(pick.best.number, pick.metric, pick.best.metric(pick.metric) or 0.0, g, label)
 
 
 def mean_trial_s(records: Sequence[TrialRecord]) -> float | None:
@@ -179,8 +183,8 @@ def render(st: StudyStatus) -> str:
         g = ", ".join(f"{k} {v:+.1f}%" for k, v in st.best.gains.items() if v is not None)
         vs = (f" ({g} vs the default baseline, trial {st.default_trial})" if g else
               " (the default baseline is not measured yet)")
-        lines.append(f"best: trial {st.best.trial}, {st.best.metric} "
-                     f"{st.best.value:,.1f}{vs}")
+        value = st.best.label or f"{st.best.value:,.1f}"
+        lines.append(f"best: trial {st.best.trial}, {st.best.metric} {value}{vs}")
     trend = " -> ".join(f"{v:,.4g}" for v in st.hypervolume) or "-"
     lines.append(f"pareto front: {st.front_size} trials; hypervolume (last "
                  f"{len(st.hypervolume)}): {trend}")

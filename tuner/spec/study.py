@@ -306,6 +306,11 @@ class StudySpec(_Section):
         if self.measures_capacity and not (self.slo.p99_itl_ms or self.slo.p99_ttft_ms):
             raise ValueError("a load ladder needs an SLO to hold: set slo.p99_itl_ms and/or "
                              "slo.p99_ttft_ms")
+        if self.measures_capacity and (self.search.confirm or self.search.confirm_default):
+            raise ValueError("search.confirm does not apply to a load-ladder study: the "
+                             "ladder repeats the levels next to the edge itself, and the "
+                             "capacity's interval is its noise; remove search.confirm "
+                             "(and confirm_default)")
         if metrics & set(REFERENCE_METRICS) and self.capacity.reference_rate is None:
             raise ValueError("a reference_* objective needs capacity.reference_rate (the "
                              "requests/s you expect)")

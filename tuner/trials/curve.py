@@ -43,13 +43,15 @@ LEVEL_FIGURES = ("achieved_rps", "output_throughput", "p50_ttft_ms", "p99_ttft_m
 @dataclass(frozen=True)
 class Level(Part):
     """One rung of the ladder: the ``offered_rps`` of its arrivals and what the server did.
-    ``held``: every study SLO held over the run's steady requests (the whole run where it
-    had none; ``tuner.capacity.run.level_of``), the server kept up (``latency_trend``
-    within the ladder's tolerance, ``tuner.loadgen.ladder.kept_up``), and the run was a
-    valid measurement (``invalid_reason`` says why not). A level ``stopped_early`` stopped
-    sending once its SLO miss was certain (``tuner.loadgen.miss``): it never holds, and its
-    figures, of a shortened run, bound the full run's from below; ``Curve.at`` and the
-    answers from stored curves pass over it."""
+    ``held``: the SLO's verdict held (``verdict``: every limit met by the run's steady
+    requests, the whole run's where it had none, and the backlog within the ladder's
+    tolerance; ``tuner.capacity.run.level_of``), no request failed, and the run was a
+    valid measurement (``invalid_reason`` says why not). ``estimates``: each figure's
+    steady p99 with its interval; ``margins``: the verdict at the curve's SLO. A level
+    ``stopped_early`` stopped sending once its SLO miss was certain
+    (``tuner.loadgen.miss``): it never holds, and its figures, of a shortened run, bound
+    the full run's from below; ``Curve.at`` and the answers from stored curves pass over
+    it."""
 
     offered_rps: float | None = None
     achieved_rps: float | None = None           # completed requests / run duration

@@ -207,6 +207,16 @@ class TrialRecord:
         value = self.metrics.get(name)
         return None if value is None else float(value)
 
+    def interval_sd_rel(self, name: str) -> float | None:
+        """A figure's standard deviation relative to it, read from its 95 % interval
+        (``<name>_lower`` / ``<name>_upper`` beside it, as a ladder's capacity has:
+        width / 3.92 / value); None without one, or at a value of 0."""
+        value, lo, hi = (self.metric(name), self.metric(f"{name}_lower"),
+                         self.metric(f"{name}_upper"))
+        if value is None or lo is None or hi is None or not value > 0:
+            return None
+        return (hi - lo) / (2 * 1.96) / value
+
     @property
     def first_run(self) -> dict[str, float]:
         """The first benchmark run on the trial's server: ``metrics`` (whose objectives are

@@ -107,14 +107,19 @@ def objectives(h: History, s: FrontSettings, running: np.ndarray) -> Objectives:
 
 def measured_spread(h: History, s: FrontSettings) -> np.ndarray:
     """Each objective's median relative spread (range over median) over the measured
-    trials repeated at least twice (the record's ``spread``: confirmation runs), else 0
-    (always 0 without the rule ``FrontSettings.measured_spread``)."""
+    trials repeated at least twice (the record's ``spread``: confirmation runs), else its
+    median relative standard deviation read from the trials' intervals (a ladder's
+    capacity: ``TrialRecord.interval_sd_rel``), else 0 (always 0 without the rule
+    ``FrontSettings.measured_spread``)."""
     if not s.measured_spread:
         return np.zeros(h.count)
     out = []
     for m in s.metrics or ("",) * h.count:
-        spreads = [record_of(t).spread.get(m) for t in h.measured]
+        records = [record_of(t) for t in h.measured]
+        spreads = [r.spread.get(m) for r in records]
         vals = [sp.rel for sp in spreads if sp is not None and sp.n > 1]
+        if not vals:  # a figure measured with its interval (capacity): the interval's sd
+            vals = [sd for r in records if (sd := r.interval_sd_rel(m)) is not None]
         out.append(float(np.median(vals)) if vals else 0.0)
     return np.array(out[:h.count])
 
