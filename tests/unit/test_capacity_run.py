@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import dataclasses
+import json
+import math
 
 import pytest
 
 from tuner.errors import UsageError
-from tuner.loadgen.benchmark import BenchmarkResult, window_slo_metrics
+from tuner.loadgen.benchmark import BenchmarkResult, schedule, window_slo_metrics
 from tuner.capacity.run import achieved_rps, level_load, level_of, stops_on_miss
 from tuner.loadgen.ladder import LadderPlan
 from tuner.loadgen.metrics import to_wall_time
-from tuner.loadgen.spec import SLO, LoadSpec
+from tuner.loadgen.spec import SLO, LoadSpec, WorkloadSpec
 
 pytestmark = pytest.mark.unit
 CLOSED = LoadSpec(max_concurrency=64, num_requests=200, warmup_requests=16, burstiness=0.5,
@@ -30,6 +32,38 @@ def test_a_level_is_an_open_loop_of_rate_x_duration_requests_at_the_wall_rate():
 def test_a_level_too_large_to_schedule_is_refused():
     with pytest.raises(UsageError, match="num_requests"):
         level_load(CLOSED, 1e5, 1e5)
+
+
+def test_a_level_on_a_trace_is_the_speed_up_that_offers_its_rate(tmp_path):
+    trace = _trace(tmp_path, [0, 1000, 2000, 3000, 4000])  # one request a second
+    replay = LoadSpec(speedup=1.0, max_concurrency=16, num_requests=5, warmup_requests=2)
+    level = level_load(replay, 3.0, 1.0, workload=trace)
+    assert level.speedup == pytest.approx(3.0) and math.isinf(level.request_rate)
+    assert level.num_requests == 3 and level.max_concurrency is None
+    assert level.warmup_requests == 0 and not level.closed_loop
+    assert schedule(trace, level) == pytest.approx([0.0, 1 / 3, 2 / 3])
+    # on a simulator 2x faster than real time, the wall clock's speed-up is twice that
+    fast = level_load(replay, 3.0, 1.0, time_scale=2.0, workload=trace)
+    assert fast.speedup == pytest.approx(6.0) and fast.num_requests == 3
+
+
+def test_a_level_longer_than_its_trace_replays_the_trace_once(tmp_path):
+    trace = _trace(tmp_path, [0, 1000, 2000, 3000, 4000])
+    level = level_load(LoadSpec(speedup=1.0), 3.0, 10.0, workload=trace)  # 30 wanted
+    assert level.num_requests == 5 and level.speedup == pytest.approx(3.0)
+    assert schedule(trace, level) == pytest.approx([0.0, 1 / 3, 2 / 3, 1.0, 4 / 3])
+
+
+def test_a_trace_load_is_refused_without_its_trace():
+    with pytest.raises(UsageError, match="needs the trace workload"):
+        level_load(LoadSpec(speedup=1.0), 3.0, 10.0)
+
+
+def _trace(folder, stamps_ms) -> WorkloadSpec:
+    path = folder / "t.jsonl"
+    path.write_text("".join(json.dumps({"timestamp": t, "input_length": 8,
+                                        "output_length": 2}) + "\n" for t in stamps_ms))
+    return WorkloadSpec(kind="trace", trace=str(path))
 
 
 LIMITS = SLO(ttft_p99_ms=500.0, itl_p99_ms=50.0)

@@ -12,7 +12,7 @@ import pytest
 from tuner.errors import UsageError
 from tuner.loadgen.benchmark import schedule
 from tuner.loadgen.replay import (PREFIX_BLOCK_TOKENS, arrivals_at, arrivals_within_at,
-                                  offered_rate, prompt_ids)
+                                  offered_rate, prompt_ids, speedup_for)
 from tuner.loadgen.spec import LoadSpec, Workload, WorkloadSpec
 from tuner.loadgen.trace import TraceRecord, read_trace
 from tuner.loadgen.workloads import take
@@ -34,6 +34,13 @@ def test_a_run_longer_than_the_trace_replays_it_again_one_mean_gap_later():
     assert arrivals_at(TRACE, 2.0, 7) == [0.0, 0.5, 2.0, 3.0, 3.5, 5.0, 6.0]
     assert offered_rate(TRACE, 1.0) == pytest.approx(3 / 6)
     assert arrivals_within_at(TRACE, 2.0, 5.0) == [0.0, 0.5, 2.0, 3.0, 3.5]
+
+
+def test_the_speedup_for_a_rate_is_that_rate_over_the_traces_own():
+    # TRACE offers 3 requests in a 6-s period (0.5 requests/s) as recorded
+    assert speedup_for(TRACE, 2.0) == pytest.approx(4.0)
+    assert speedup_for(TRACE, 0.25) == pytest.approx(0.5)
+    assert offered_rate(TRACE, speedup_for(TRACE, 7.0)) == pytest.approx(7.0)
 
 
 def test_shared_hash_ids_give_shared_leading_tokens_and_lengths_match():

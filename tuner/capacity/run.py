@@ -4,9 +4,10 @@
 (``run_benchmark`` with the caller's ``LoadSpec``); its request throughput seeds the ladder
 (``tuner.loadgen.ladder``), which then picks open-loop request rates one by one. Each level
 is a bounded run of ``level_s`` seconds of arrivals (gamma gaps of the load's
-``burstiness``: Poisson by default, as ``vllm bench serve --request-rate``) with no
+``burstiness``: Poisson by default, as ``vllm bench serve --request-rate``; on a trace,
+the trace's own arrivals at the speed-up that offers the rate: ``level_load``) with no
 concurrency limit; the requests sent within it finish and count. The result is the
-latency-vs-load curve (``tuner.trials.curve``).
+latency-vs-load curve (``tuner.trials.curve``), in requests/s for a trace too.
 """
 
 from __future__ import annotations
@@ -20,7 +21,9 @@ from dataclasses import dataclass
 from tuner.errors import BenchmarkError, UsageError
 from tuner.loadgen.benchmark import BenchmarkResult, run_benchmark
 from tuner.loadgen.ladder import LadderPlan, assess, level_requests, next_rate
+from tuner.loadgen.replay import Trace, speedup_for
 from tuner.loadgen.spec import SLO, LoadSpec, WorkloadSpec
+from tuner.loadgen.trace import read_trace
 from tuner.slo import Slo
 from tuner.trials.curve import Curve, Level
 
@@ -95,7 +98,8 @@ async def climb(base_url: str, model: str, workload: WorkloadSpec, load: LoadSpe
             if attempt:  # the client, not the server, was measured: measure the level again
                 await asyncio.sleep(CLIENT_PAUSE_S)
             result = await run_benchmark(base_url, model, seeded,
-                                         level_load(load, rate, level_s, time_scale),
+                                         level_load(load, rate, level_s, time_scale,
+                                                    workload=workload),
                                          slo=slo, time_scale=time_scale,
                                          stop_on_miss=stops_on_miss(plan, rate))
             if result.valid or not (result.lag_reason
@@ -116,18 +120,44 @@ def stops_on_miss(plan: LadderPlan, rate: float) -> bool:
     return plan.stop_on_miss and rate != plan.start_rate
 
 
-def level_load(load: LoadSpec, rate: float, level_s: float, time_scale: float = 1.0) -> LoadSpec:
+def level_load(load: LoadSpec, rate: float, level_s: float, time_scale: float = 1.0, *,
+               workload: WorkloadSpec | None = None) -> LoadSpec:
     """``load`` as one open-loop level: ``round(rate x level_s)`` requests (at least one)
     at ``rate`` requests/s (server time), no concurrency limit, no warm-up, no early stop.
     A fixed count, as ``vllm bench serve --request-rate R --num-prompts N``, whose schedule
     (``tuner.loadgen.arrivals.arrival_times``) is rescaled so that the last arrival falls
     at ``N / R``: the level offers exactly its rate. Arrivals over a fixed duration instead
     offer a Poisson count, a few percent off the rate on a short level (one standard
-    deviation is ``1 / sqrt(rate x level_s)``), more than the ladder's tolerance. Validated
-    (a UsageError when the level would schedule too many requests)."""
-    return LoadSpec(**{**load.model_dump(), "request_rate": rate * time_scale,
-                       "num_requests": level_requests(rate, level_s), "duration_s": None,
+    deviation is ``1 / sqrt(rate x level_s)``), more than the ladder's tolerance.
+
+    On a trace ``workload`` the level is a speed-up of the trace (``trace_pace``); the
+    ladder and the curve still speak requests/s. Validated: a UsageError when the level
+    would schedule too many requests or a speed-up past the limit, or for a trace load
+    (one with a ``speedup``) given no trace workload."""
+    if workload is not None and workload.kind == "trace":
+        pace = trace_pace(read_trace(workload.trace or ""), rate, level_s, time_scale)
+    elif load.speedup is not None:
+        raise UsageError("a ladder level on a trace replay needs the trace workload")
+    else:
+        pace = {"request_rate": rate * time_scale,
+                "num_requests": level_requests(rate, level_s)}
+    return LoadSpec(**{**load.model_dump(), **pace, "duration_s": None,
                        "max_concurrency": None, "warmup_requests": 0, "early_stop": False})
+
+
+def trace_pace(trace: Trace, rate: float, level_s: float, time_scale: float = 1.0
+               ) -> dict[str, float | int]:
+    """A level at ``rate`` requests/s (server time) on ``trace``, as ``LoadSpec`` fields:
+    the trace replayed at the speed-up that offers ``rate`` on average over the whole
+    trace (``tuner.loadgen.replay.speedup_for``; wall time on a simulator), no request
+    rate of its own. Its requests are the trace's first ``round(rate x level_s)``, and at
+    most the whole trace once: a trace shorter than that is replayed once, and the level
+    lasts less than ``level_s`` (its span over the speed-up). A second pass would send
+    the first pass's prefix blocks again, which the server's cache still holds, and
+    flatter the level. A level of the first requests of a longer trace offers ``rate``
+    only as far as those requests arrive as the whole trace does."""
+    return {"request_rate": math.inf, "speedup": speedup_for(trace, rate * time_scale),
+            "num_requests": min(level_requests(rate, level_s), len(trace))}
 
 
 def level_of(rate: float, result: BenchmarkResult, slo: Slo) -> Level:

@@ -4,8 +4,8 @@ Arrivals: the recorded offsets divided by ``speedup`` (1 = as recorded, 2 = twic
 traffic in half the time). A run that asks for more requests than the trace holds replays
 it again, each pass starting one mean gap (span / (N - 1)) after the previous pass's last
 arrival, so the offered rate stays ``offered_rate``. Capacity under SLOs is then the highest
-``speedup`` at which the SLOs hold: ``arrivals_at(trace, speedup, n)`` is the schedule of
-one level.
+``speedup`` at which the SLOs hold: a load ladder's level at a request rate replays the
+trace at ``speedup_for(trace, rate)`` (``tuner.capacity.run.level_load``).
 
 Prompts: token ids of the recorded input length. A record's ``hash_ids`` name its prompt's
 leading blocks of ``PREFIX_BLOCK_TOKENS`` tokens each: a hash id always gets the same
@@ -38,6 +38,12 @@ def period_s(trace: Trace) -> float:
 def offered_rate(trace: Trace, speedup: float) -> float:
     """Requests a second the replay offers at ``speedup``."""
     return len(trace) / period_s(trace) * speedup
+
+
+def speedup_for(trace: Trace, rate: float) -> float:
+    """The speed-up at which the replay offers ``rate`` requests a second: ``rate`` over
+    the trace's own rate as recorded (``offered_rate`` at 1)."""
+    return rate / offered_rate(trace, 1.0)
 
 
 def arrivals_at(trace: Trace, speedup: float, n: int) -> list[float]:

@@ -134,7 +134,8 @@ def one_level(server: Server, plan: TrialPlan, rate: float, run: int) -> Level:
     measures it (``level_s`` seconds of arrivals, the server's ``run``-th prompts),
     watched; ServerDied when the server dies or hangs during it."""
     bench = plan.benchmark
-    load = level_load(bench.load, rate, bench.level_s, bench.time_scale)
+    load = level_load(bench.load, rate, bench.level_s, bench.time_scale,
+                      workload=bench.workload)
     result = run_interruptible(_watched(server, run_benchmark(
         server.url, bench.model, bench.for_run(run), load, slo=bench.slo,
         time_scale=bench.time_scale), bench.timeout_s, "cross-check level"))
