@@ -335,6 +335,8 @@ def test_the_synthetic_trace_replays_with_its_lengths_and_its_prefix_sharing(mod
     assert Counter(written) == Counter(r.output_tokens for r in records)
     assert got["total_input_tokens"] == sum(r.input_tokens for r in records)
     assert got["prefix_cache_hits"] > 0
+    # a replay is paced: judged on its steady requests, as a run at a finite rate is
+    assert got["window_p99_ttft_ms"] > 0
     # the same requests without their hash ids share nothing: no prefix hits
     unshared = tmp_path / "unshared.jsonl"
     unshared.write_text("".join(

@@ -161,13 +161,18 @@ def _miss_limits(load: LoadSpec, slo: SLO | None, time_scale: float) -> MissLimi
     seconds; its gap bound filled in by the client, which holds the requests); None for
     any other run or without a p99 TTFT or ITL objective."""
     wall = to_wall_time(slo, time_scale)
-    paced = math.isfinite(load.request_rate) or load.speedup is not None
+    paced = _scheduled(load)
     if (wall is None or (wall.ttft_p99_ms is None and wall.itl_p99_ms is None) or not paced
             or load.duration_s is not None or load.client_processes != 1):
         return None
     return MissLimits(*(None if v is None else v / 1000.0
                         for v in (wall.ttft_p99_ms, wall.itl_p99_ms)),
                       requests=load.num_requests)
+
+
+def _scheduled(load: LoadSpec) -> bool:
+    """Whether requests arrive on a schedule: at a finite rate, or a trace's times."""
+    return math.isfinite(load.request_rate) or load.speedup is not None
 
 
 def _plans(base_url: str, model: str, workload: WorkloadSpec, load: LoadSpec,
@@ -243,7 +248,7 @@ def _result(shards: list[ShardResult], t0: float, workload: WorkloadSpec, load: 
     config = {"workload": workload.model_dump(), "load": load.model_dump(),
               "slo": dataclasses.asdict(slo) if slo else None}
     errors = [o.error for o in outputs if not o.success][:10]
-    paced = math.isfinite(load.request_rate)  # open loop: [first completion, last arrival]
+    paced = _scheduled(load)  # open loop: [first completion, last arrival]
     window = steady_window(outputs, load.itl_metric) if load.closed_loop or paced else None
     stop = shards[0].stop_reason if len(shards) == 1 else "count"
     metrics.update(steady_metrics(window, load.itl_metric))
