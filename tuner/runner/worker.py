@@ -49,7 +49,7 @@ from tuner.storage.database import cache_root, heartbeat_s, study_dir
 from tuner.storage.studies import ask_study_engine, with_stored_search
 from tuner.trials import drift, pareto, queries, record
 from tuner.trials.queued import enqueue_as_given
-from tuner.trials.parts import Failure
+from tuner.trials.parts import Failure, FailureKind
 from tuner.trials.record import TrialRecord
 
 log = logging.getLogger(__name__)
@@ -313,6 +313,9 @@ class Worker:
         except KeyboardInterrupt:
             self._stopped(trial, prop, base)
             raise
+        except Exception as e:  # not the configuration's fault: the worker stops on it
+            self._failed(trial, base, e)
+            raise
         if told.phases is not None:
             ph = dict(told.phases)
             ph["total"] = time.monotonic() - t0
@@ -394,6 +397,18 @@ class Worker:
         except Exception as e:  # the storage may be gone; the heartbeat closes the trial
             log.warning("tuner: could not record the stopped trial: %s", e)
         self.progress.say(f"trial {trial.number} stopped; its configuration is queued again")
+
+
+    def _failed(self, trial, base: TrialRecord, error: Exception) -> None:
+        """Record the trial whose measurement raised ``error`` as failed, with the error's
+        text, so that it is not left running with no worker."""
+        try:
+            tell(self.study, trial, record.failed(
+                Failure(kind=FailureKind.ERROR, message=f"{type(error).__name__}: {error}"),
+                base))
+        except Exception as e:  # the storage may be gone; the heartbeat closes the trial
+            log.warning("tuner: could not record the failed trial: %s", e)
+        self.progress.say(f"trial {trial.number} recorded as failed")
 
 
 def _short(told: TrialRecord) -> str:

@@ -190,6 +190,7 @@ class FailureKind(str, enum.Enum):
     HANG = "hang"                            # the benchmark gave no result in time
     BENCHMARK_FAILED = "benchmark-failed"    # no request completed, or an objective missing
     INVALID_MEASUREMENT = "invalid-measurement"  # the client, not the server, was measured
+    ERROR = "error"                          # the measurement raised: bad input, or a bug
 
     __str__ = str.__str__
     __format__ = str.__format__
