@@ -9,9 +9,10 @@ import asyncio
 
 import pytest
 
-from tuner.capacity.run import run_ladder
-from tuner.loadgen import SLO, LoadSpec, WorkloadSpec
-from tuner.loadgen.ladder import LadderPlan
+from tuner.capacity.run import climb, run_ladder
+from tuner.loadgen import SLO, LoadSpec, WorkloadSpec, run_benchmark
+from tuner.loadgen.ladder import LadderPlan, level_requests
+from tuner.testing.traces import TraceShape, write_trace
 from tuner.trials.curve import Curve
 
 pytestmark = pytest.mark.e2e
@@ -43,3 +44,44 @@ def test_a_ladder_on_the_real_server_records_its_curve(tiny_server, tiny_model_d
     held = [lv.offered_rps for lv in curve.levels if lv.held]
     assert curve.capacity_rps == (max(held) if held else 0.0)
     assert curve.verdict in ("bracketed", "saturated", "none-held", "budget")
+
+
+# A short trace of short requests, a few a second as recorded (prompts within the
+# server's --max-model-len, each one prefix block at most).
+TRACE = TraceShape(requests=40, rate=2.0, input_median=24.0, input_sigma=0.3,
+                   output_median=12.0, output_sigma=0.3, max_input=64, max_output=16)
+
+
+def test_a_ladder_on_a_trace_replays_it_at_speed_ups_on_the_real_server(tiny_server,
+                                                                        tiny_model_dir,
+                                                                        tmp_path):
+    """As a trace study's trial measures it (``tuner.runner.measure``): the replay at the
+    study's speed-up (fast, capped at 4 in flight: it saturates), then ladder levels on
+    the same server, each the trace at the speed-up that offers the level's rate."""
+    write_trace(tmp_path / "t.jsonl", TRACE)
+    workload = WorkloadSpec(kind="trace", trace=str(tmp_path / "t.jsonl"), vocab_size=1000)
+    replay = LoadSpec(speedup=50.0, max_concurrency=4, num_requests=24, warmup_requests=2,
+                      max_client_lag_ms=200.0, min_gap_share=0.0)
+    slo, level_s = SLO(ttft_p99_ms=SLO_TTFT_MS, itl_p99_ms=SLO_ITL_MS), 4.0
+    url, model = tiny_server.server.url, str(tiny_model_dir)
+
+    async def trial():
+        first = await run_benchmark(url, model, workload, replay, slo=slo)
+        return first, await climb(url, model, workload, replay, slo, LadderPlan(max_levels=2),
+                                  saturated=first.metrics["request_throughput"],
+                                  level_s=level_s)
+
+    first, curve = asyncio.run(trial())
+    curve = Curve.from_json(curve.to_json())
+    assert first.metrics["completed"] == 24 and curve.saturated_rps > 0
+    assert 1 <= len(curve.levels) <= 2
+    assert curve.levels[0].offered_rps == pytest.approx(curve.saturated_rps / 2)
+    for lv in curve.levels:  # the trace's first rate x level_s requests, the trace at most
+        if not lv.stopped_early:
+            assert lv.requests == min(level_requests(lv.offered_rps, level_s),
+                                      TRACE.requests), lv
+        assert lv.output_throughput > 0 and lv.p50_ttft_ms <= lv.p99_ttft_ms
+        if lv.held:
+            assert lv.judged_p99_itl_ms <= SLO_ITL_MS and lv.judged_p99_ttft_ms <= SLO_TTFT_MS
+    held = [lv.offered_rps for lv in curve.levels if lv.held]
+    assert curve.capacity_rps == (max(held) if held else 0.0)
