@@ -13,7 +13,7 @@ from tuner.capacity.run import climb, run_ladder
 from tuner.loadgen import SLO, LoadSpec, WorkloadSpec, run_benchmark
 from tuner.loadgen.ladder import LadderPlan, level_requests
 from tuner.testing.traces import TraceShape, write_trace
-from tuner.trials.curve import Curve
+from tuner.trials.curve import Curve, objective_figures
 
 pytestmark = pytest.mark.e2e
 
@@ -40,10 +40,22 @@ def test_a_ladder_on_the_real_server_records_its_curve(tiny_server, tiny_model_d
         assert lv.requests and lv.requests > 0 and lv.output_throughput > 0
         assert lv.p50_itl_ms <= lv.p99_itl_ms and lv.p50_ttft_ms <= lv.p99_ttft_ms
         if lv.held:
-            assert lv.p99_itl_ms <= SLO_ITL_MS and lv.p99_ttft_ms <= SLO_TTFT_MS
-    held = [lv.offered_rps for lv in curve.levels if lv.held]
-    assert curve.capacity_rps == (max(held) if held else 0.0)
-    assert curve.verdict in ("bracketed", "saturated", "none-held", "budget")
+            assert (lv.judged("p99_itl_ms") <= SLO_ITL_MS
+                    and lv.judged("p99_ttft_ms") <= SLO_TTFT_MS)
+        # the one verdict, stored with the level: each limit's margin and its interval
+        assert set(lv.margins) >= {"p99_itl_ms", "p99_ttft_ms"}
+        assert lv.held == (lv.verdict(curve.own_slo).held and not lv.failed
+                           and lv.invalid_reason is None and not lv.stopped_early)
+        assert lv.estimates is not None
+    # the record carries the capacity as an estimate with its interval
+    told = objective_figures(curve, None)
+    est = curve.estimate()
+    assert told["capacity_rps"] == est.point == curve.capacity_rps
+    assert told["capacity_rps_lower"] == est.lower and told["capacity_rps_upper"] == est.upper
+    top = max(lv.offered_rps for lv in curve.levels)
+    assert 0.0 <= est.lower <= est.point <= est.upper <= top
+    assert told["capacity_censored"] == float(est.censored)
+    assert curve.verdict in ("bracketed", "none-held", "budget")
 
 
 # A short trace of short requests, a few a second as recorded (prompts within the

@@ -40,7 +40,7 @@ def _toy(p):
     return [thr, itl], p["gpu_memory_utilization"] >= 0.6
 
 
-def _run(space, seed, n, workers=1, spread=None, server=None):
+def _run(space, seed, n, workers=1, spread=None, server=None, metrics=None):
     study = optuna.create_study(directions=["maximize", "minimize"],
                                 sampler=FrontSampler(SETTINGS, seed=seed))
     warm_start(study, space)
@@ -59,6 +59,8 @@ def _run(space, seed, n, workers=1, spread=None, server=None):
             t.set_user_attr("spread", spread)
         if starts and server is not None:
             t.set_user_attr("server", server(t.params))
+        if starts and metrics is not None:
+            t.set_user_attr("metrics", metrics(values))
         study.tell(t, values if starts else [0.0, 1000.0])
     return study
 
@@ -189,6 +191,20 @@ def test_the_noise_floor_is_the_spread_of_the_trials_confirmation_runs(space):
     trials = [t for t in study.get_trials(deepcopy=False) if set(dists) <= set(t.params)]
     h = history(SETTINGS, trials, study.directions, dists)
     assert measured_spread(h, SETTINGS) == pytest.approx([0.08, 0.0])
+
+
+def test_without_confirmation_runs_the_noise_floor_is_the_trials_own_intervals(space):
+    """A ladder's capacity comes with its 95 % interval: width / 3.92 / value is its
+    relative sd, and the model's floor is the median of them."""
+    def metrics(values):  # an interval of +-7.84 % of the value: a relative sd of 4 %
+        v = values[0]
+        return {"output_throughput": v, "output_throughput_lower": v * (1 - 0.0784),
+                "output_throughput_upper": v * (1 + 0.0784)}
+    study = _run(space, 0, len(baselines(space)) + 2, metrics=metrics)
+    dists = space.distributions()
+    trials = [t for t in study.get_trials(deepcopy=False) if set(dists) <= set(t.params)]
+    h = history(SETTINGS, trials, study.directions, dists)
+    assert measured_spread(h, SETTINGS) == pytest.approx([0.04, 0.0])
 
 
 def _article_space(study_file, rules):

@@ -89,7 +89,7 @@ async def climb(base_url: str, model: str, workload: WorkloadSpec, load: LoadSpe
     judged = slo.judged(plan.tolerance)
     levels: list[Level] = []
     while (rate := next_rate([lv.point(judged) for lv in levels if lv.usable],
-                             saturated, plan)) is not None:
+                             saturated, plan, spent=len(levels))) is not None:
         if on_level is not None:
             on_level(len(levels) + 1, plan.max_levels, rate)
         seeded = workload.model_copy(
@@ -106,9 +106,8 @@ async def climb(base_url: str, model: str, workload: WorkloadSpec, load: LoadSpe
                                     or result.metrics.get("coalesced_reads")):
                 break
         levels.append(level_of(rate, result, judged))
-        if len(levels) >= 2 * plan.max_levels:
-            break  # levels that measured the client count only against this bound
-    verdict = assess([lv.point(judged) for lv in levels if lv.usable], saturated, plan).verdict
+    verdict = assess([lv.point(judged) for lv in levels if lv.usable], saturated, plan,
+                     spent=len(levels)).verdict
     return Curve(levels=tuple(levels), saturated_rps=saturated, tolerance=plan.tolerance,
                  verdict=verdict.value, slo=dict(judged.limits))
 

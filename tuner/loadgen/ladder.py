@@ -127,17 +127,20 @@ def bracket(points: Sequence[Point]) -> tuple[float | None, float | None]:
 
 
 def assess(points: Sequence[Point], saturated: float | None,
-           plan: LadderPlan = LadderPlan()) -> Outcome:
-    """The outcome of the levels measured so far (``points``, one per level, as
+           plan: LadderPlan = LadderPlan(), spent: int | None = None) -> Outcome:
+    """The outcome of the levels measured so far (``points``, one per usable level, as
     ``tuner.trials.curve.Level.point`` makes them), given the warm-up's ``saturated``
-    throughput (requests/s; None when unknown)."""
+    throughput (requests/s; None when unknown). ``spent``: the levels measured, usable
+    or not (a level that measured the client spends the budget too; default: one per
+    point)."""
+    spent = len(points) if spent is None else spent
     est = capacity(points)
     lo, hi = bracket(points)
     width = None if est is None else est.width
     if (lo is not None and hi is not None and width is not None and width <= plan.width
             and hi / lo - 1 <= 2 * plan.width):
         verdict = Verdict.BRACKETED
-    elif len(points) >= plan.max_levels:
+    elif spent >= plan.max_levels:
         verdict = Verdict.NONE_HELD if lo is None else Verdict.BUDGET
     else:
         verdict = Verdict.RUNNING
@@ -145,10 +148,12 @@ def assess(points: Sequence[Point], saturated: float | None,
 
 
 def next_rate(points: Sequence[Point], saturated: float | None,
-              plan: LadderPlan = LadderPlan()) -> float | None:
+              plan: LadderPlan = LadderPlan(), spent: int | None = None) -> float | None:
     """The next rate to measure (requests/s), or None when the ladder is done (``assess``
-    says why). A ValueError when there is neither a ``start_rate`` nor a positive
-    ``saturated`` throughput to begin from."""
+    says why; ``spent`` as there). A ValueError when there is neither a ``start_rate``
+    nor a positive ``saturated`` throughput to begin from."""
+    if spent is not None and spent >= plan.max_levels:
+        return None
     if not points:
         if plan.start_rate is not None:
             return plan.start_rate
@@ -156,7 +161,7 @@ def next_rate(points: Sequence[Point], saturated: float | None,
             raise ValueError("a ladder needs a start_rate or a positive saturated throughput "
                              f"from its warm-up, not {saturated!r}")
         return saturated * plan.first_share
-    out = assess(points, saturated, plan)
+    out = assess(points, saturated, plan, spent)
     if out.verdict is not Verdict.RUNNING:
         return None
     lo, hi = out.lo, out.hi
