@@ -3,6 +3,7 @@
     TunerError                  root; the CLI catches it, prints one line, exits non-zero
     ├── UsageError              bad input a user can fix (exit code 2)
     │   ├── StudyFileError      a study file is malformed: names the file and the key
+    │   ├── TraceError          a trace file is unreadable, no trace, or not the study's
     │   ├── StudyConflictError  a study exists with another space, objectives or rule set
     │   └── StudyNotFoundError  no study of that name in the storage
     ├── StorageError            the database cannot be reached or used (exit code 1)
@@ -38,6 +39,11 @@ class UsageError(TunerError):
 
 class StudyFileError(UsageError):
     """A study file failed validation."""
+
+
+class TraceError(UsageError):
+    """A trace file cannot be replayed: unreadable, not a trace, or (at bench time) not
+    the file the study was created with; a trial then fails with this reason."""
 
 
 class StudyConflictError(UsageError):

@@ -48,3 +48,16 @@ MAX_SEED = (1 << 32) - 1
 MAX_TIME_SCALE = 1e6
 # Attention heads of a model: above every architecture's.
 MAX_HEADS = 1 << 16
+# A trace file's bytes: every record is held while a run is built, so this bounds a
+# worker's memory for the largest file accepted (hash ids included; tests/integration/
+# test_trace_memory.py reads its peak); the public Mooncake and Azure traces are smaller.
+MAX_TRACE_BYTES = 1 << 25
+# One line of a trace: the record of a prompt of MAX_TOKENS tokens fits, with a hash id of
+# twenty digits for each of its blocks (tuner.loadgen.replay.PREFIX_BLOCK_TOKENS).
+MAX_TRACE_LINE_BYTES = 1 << 20
+# A trace's arrivals span at most as long as any run may last (MAX_DURATION_S), so that a
+# replay at speed-up 1 fits a run; a span of years is a timestamp in the wrong unit.
+MAX_TRACE_SPAN_S = MAX_DURATION_S
+# A Mooncake timestamp in milliseconds: below 2**53, where a float still holds every whole
+# number (past it the offsets would not be the recorded ones).
+MAX_TIMESTAMP_MS = 1 << 53

@@ -105,6 +105,6 @@ def test_an_unreadable_file_is_a_usage_error_naming_it(tmp_path):
     with pytest.raises(UsageError, match="nope.jsonl: cannot read the trace"):
         read_trace(tmp_path / "nope.jsonl")
     binary = tmp_path / "b.jsonl"
-    binary.write_bytes(b'{"timestamp": 0}\n\xff\xfe')
-    with pytest.raises(UsageError, match="b.jsonl: not a text file"):
+    binary.write_bytes(b'\xff\xfe{"timestamp": 0}\n')
+    with pytest.raises(UsageError, match="b.jsonl: line 1: not a text file"):
         read_trace(binary)

@@ -12,9 +12,13 @@ Two public formats, told apart by the file's first non-blank line:
   is read). It has no prefix ids.
 
 A record's ``arrival_s`` is its offset from the first request's timestamp. A bad file is
-a ``UsageError`` on one line naming the file, the line and the reason: timestamps that go
-back, lengths below 1 or above ``MAX_TOKENS``, more than ``MAX_REQUESTS`` requests, fewer
-than two, or a trace that spans no time (its arrivals would have no rate to replay).
+a ``TraceError`` (a ``UsageError``) on one line naming the file, the line and the reason:
+what ``tuner.loadgen.tracefile`` refuses (not a regular file, past its size or line caps),
+a timestamp that is no number below ``MAX_TIMESTAMP_MS`` or goes back, arrivals spanning
+more than ``MAX_TRACE_SPAN_S``, lengths below 1 or above ``MAX_TOKENS``, JSON nested past
+the parser's depth, more than ``MAX_REQUESTS`` requests, fewer than two, or a trace that
+spans no time (its arrivals would have no rate to replay). Given the digest stored when
+the study was created, a file whose bytes no longer have it is refused too.
 """
 
 from __future__ import annotations
@@ -27,13 +31,14 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from tuner.errors import UsageError
-from tuner.limits import MAX_REQUESTS, MAX_TOKENS
+from tuner.errors import TraceError
+from tuner.limits import MAX_REQUESTS, MAX_TIMESTAMP_MS, MAX_TOKENS, MAX_TRACE_SPAN_S
+from tuner.loadgen.tracefile import trace_lines
 
 AZURE_HEADER = ("TIMESTAMP", "ContextTokens", "GeneratedTokens")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # (a million of them may be held: no __dict__ each)
 class TraceRecord:
     """One recorded request: when it arrived (seconds after the trace's first request), its
     prompt and reply lengths in tokens, and the ids of its prompt's prefix blocks."""
@@ -48,16 +53,34 @@ class _Bad(ValueError):
     """A line's fault; ``read_trace`` adds the file and the line number."""
 
 
-def read_trace(path: str | Path) -> tuple[TraceRecord, ...]:
-    """The records of the trace at ``path``, in file order; ``UsageError`` for a file that
-    cannot be read or is not a trace of either format."""
+@dataclass(frozen=True)
+class Trace:
+    """A trace file's records and the sha256 (hex) of its bytes."""
+
+    records: tuple[TraceRecord, ...]
+    sha256: str
+
+
+def read_trace(path: str | Path, sha256: str | None = None) -> tuple[TraceRecord, ...]:
+    """The records of the trace at ``path``, in file order (``load_trace``)."""
+    return load_trace(path, sha256).records
+
+
+def load_trace(path: str | Path, sha256: str | None = None) -> Trace:
+    """The trace at ``path`` and its digest; ``TraceError`` for a file that cannot be read
+    (``tracefile``), is not a trace of either format, or, given ``sha256``, whose bytes
+    have another digest. Blocking file I/O: at bench time, call it off the event loop."""
     try:
-        with open(path, encoding="utf-8-sig", newline="") as f:  # a spreadsheet's BOM
-            return parse_trace(f, str(path))
+        with trace_lines(path) as f:
+            records = parse_trace(f.lines(), str(path))
+            digest = f.sha256
     except OSError as e:
-        raise UsageError(f"{path}: cannot read the trace: {e.strerror or e}") from None
-    except UnicodeDecodeError as e:
-        raise UsageError(f"{path}: not a text file (byte {e.start} is not UTF-8)") from None
+        raise TraceError(f"{path}: cannot read the trace: {e.strerror or e}") from None
+    if sha256 is not None and digest != sha256:
+        raise TraceError(f"{path}: changed since the study was created (its sha256 is "
+                         f"{digest[:12]}..., the study's {sha256[:12]}...); put the study's "
+                         "trace back or create the study again")
+    return Trace(records, digest)
 
 
 def parse_trace(lines: Iterable[str], name: str) -> tuple[TraceRecord, ...]:
@@ -65,7 +88,7 @@ def parse_trace(lines: Iterable[str], name: str) -> tuple[TraceRecord, ...]:
     numbered = ((i, line) for i, line in enumerate(lines, 1) if line.strip())
     first = next(numbered, None)
     if first is None:
-        raise UsageError(f"{name}: empty trace; give a Mooncake JSONL or an Azure CSV file")
+        raise TraceError(f"{name}: empty trace; give a Mooncake JSONL or an Azure CSV file")
     rows = _chain(first, numbered)
     if first[1].lstrip().startswith("{"):
         stamped = _each(rows, name, _mooncake)
@@ -73,7 +96,7 @@ def parse_trace(lines: Iterable[str], name: str) -> tuple[TraceRecord, ...]:
         next(rows)
         stamped = _each(rows, name, _azure)
     else:
-        raise UsageError(f"{name}: line {first[0]}: neither a Mooncake JSON object nor the "
+        raise TraceError(f"{name}: line {first[0]}: neither a Mooncake JSON object nor the "
                          f"Azure header {','.join(AZURE_HEADER)}")
     return _records(stamped, name)
 
@@ -89,7 +112,7 @@ def _each(rows: Iterator[tuple[int, str]], name: str,
         try:
             yield (number, *parse(line))
         except _Bad as e:
-            raise UsageError(f"{name}: line {number}: {e}") from None
+            raise TraceError(f"{name}: line {number}: {e}") from None
 
 
 def _records(stamped: Iterator[tuple[int, float, int, int, tuple[int, ...]]],
@@ -99,15 +122,19 @@ def _records(stamped: Iterator[tuple[int, float, int, int, tuple[int, ...]]],
     for number, t, n_in, n_out, ids in stamped:
         t0 = t if t0 is None else t0
         if last is not None and t < last:
-            raise UsageError(f"{name}: line {number}: timestamp goes back in time; sort the "
+            raise TraceError(f"{name}: line {number}: timestamp goes back in time; sort the "
                              "trace by arrival")
         last = t
+        if t - t0 > MAX_TRACE_SPAN_S:
+            raise TraceError(f"{name}: line {number}: arrivals span more than "
+                             f"{MAX_TRACE_SPAN_S:g} s after the first; replay a part of "
+                             "the trace (or check the timestamps' unit)")
         if len(out) == MAX_REQUESTS:
-            raise UsageError(f"{name}: line {number}: more than {MAX_REQUESTS} requests; "
+            raise TraceError(f"{name}: line {number}: more than {MAX_REQUESTS} requests; "
                              "replay a part of the trace")
         out.append(TraceRecord(t - t0, n_in, n_out, ids))
     if len(out) < 2 or out[-1].arrival_s <= 0:
-        raise UsageError(f"{name}: the trace needs at least two requests at different times "
+        raise TraceError(f"{name}: the trace needs at least two requests at different times "
                          "(its arrivals set the rate it replays)")
     return tuple(out)
 
@@ -117,14 +144,17 @@ def _mooncake(line: str) -> tuple[float, int, int, tuple[int, ...]]:
         obj = json.loads(line)
     except ValueError as e:
         raise _Bad(f"not JSON: {e}") from None
+    except RecursionError:
+        raise _Bad("not a Mooncake record: JSON nested too deep") from None
     if not isinstance(obj, dict):
         raise _Bad("not a JSON object")
     for key in ("timestamp", "input_length", "output_length"):
         if key not in obj:
             raise _Bad(f"no '{key}'")
     t = obj["timestamp"]
-    if isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 <= t < float("inf"):
-        raise _Bad(f"timestamp {t!r} is not a non-negative number of milliseconds")
+    if isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 <= t < MAX_TIMESTAMP_MS:
+        raise _Bad(f"timestamp {_short(t)} is not a number of milliseconds in "
+                   f"[0, {MAX_TIMESTAMP_MS})")
     n_in = _tokens(obj["input_length"], "input_length")
     ids = obj.get("hash_ids", [])
     if not isinstance(ids, list) or not all(_is_int(i) for i in ids):
@@ -135,7 +165,10 @@ def _mooncake(line: str) -> tuple[float, int, int, tuple[int, ...]]:
 
 
 def _azure(line: str) -> tuple[float, int, int, tuple[int, ...]]:
-    cells = next(csv.reader([line]))
+    try:
+        cells = next(csv.reader([line]))
+    except csv.Error as e:
+        raise _Bad(f"not a CSV row: {e}") from None
     if len(cells) != 3:
         raise _Bad(f"{len(cells)} columns, not 3 ({','.join(AZURE_HEADER)})")
     stamp, n_in, n_out = (c.strip() for c in cells)
@@ -162,7 +195,15 @@ def _int(text: str, key: str) -> int:
     try:
         return int(text)
     except ValueError:
-        raise _Bad(f"{key} {text!r} is not a whole number") from None
+        raise _Bad(f"{key} {_short(text)} is not a whole number") from None
+
+
+def _short(v: Any) -> str:
+    """``v`` for an error line, a long one cut (a 400-digit number, a line-long text)."""
+    if isinstance(v, int) and v.bit_length() > 128:  # (str() of one is slow, or refused)
+        return f"(a number of {v.bit_length()} bits)"
+    text = repr(v)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _is_int(v: Any) -> bool:
@@ -171,5 +212,5 @@ def _is_int(v: Any) -> bool:
 
 def _tokens(v: Any, key: str) -> int:
     if not _is_int(v) or not 1 <= v <= MAX_TOKENS:
-        raise _Bad(f"{key} {v!r} is not a whole number of tokens in [1, {MAX_TOKENS}]")
+        raise _Bad(f"{key} {_short(v)} is not a whole number of tokens in [1, {MAX_TOKENS}]")
     return v
