@@ -4,17 +4,18 @@ against a real simulator server: ``test_sim_server.py``.)"""
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import pytest
 from optuna.trial import TrialState
 
-from tuner.errors import StudyFileError
+from tuner.errors import StudyFileError, TraceError
 from tuner.loadgen.trace import read_trace
 from tuner.results.summary import environment
 from tuner.sim.workload import from_study
 from tuner.space import build_space
-from tuner.storage import create_study, load_study_file
+from tuner.storage import create_study, load_study_file, open_study
 from tuner.testing.databases import sqlite_url
 from tuner.testing.sim_studies import trials_of
 from tuner.testing.worker_procs import start_worker
@@ -89,3 +90,19 @@ def test_a_trace_replay_study_runs_end_to_end_on_the_simulator(study_file, tmp_p
     records = read_trace(SYNTHETIC)[:40]
     assert metrics["completed"] == 40 and metrics["failed"] == 0
     assert metrics["total_output_tokens"] == sum(r.output_tokens for r in records)
+
+
+def test_create_stores_the_traces_digest_and_a_pinned_digest_must_match(study_file, tmp_path):
+    trace = tmp_path / "t.jsonl"
+    trace.write_text(SYNTHETIC.read_text())
+    spec = load_study_file(_study(study_file, "t.jsonl"))
+    digest = hashlib.sha256(trace.read_bytes()).hexdigest()
+    assert spec.workload.trace_sha256 == digest
+    url = sqlite_url(tmp_path)
+    create_study(spec, url)
+    assert open_study(spec.name, url).spec.workload.trace_sha256 == digest
+    with pytest.raises(StudyFileError, match="not the trace the study was made with"):
+        load_study_file(_study(study_file, "t.jsonl", f'trace_sha256 = "{"0" * 64}"'))
+    trace.write_text(SYNTHETIC.read_text() + SYNTHETIC.read_text().splitlines()[-1] + "\n")
+    with pytest.raises(TraceError, match=f"{trace}: not the trace the study was made with"):
+        read_trace(trace, digest)

@@ -203,7 +203,7 @@ def schedule(workload: WorkloadSpec, load: LoadSpec) -> list[float] | None:
     if (workload.kind == "trace") != (load.speedup is not None):
         raise UsageError("a trace workload needs a speedup, and a speedup a trace workload")
     if load.speedup is not None:
-        trace = read_trace(workload.trace or "")
+        trace = read_trace(workload.trace or "", workload.trace_sha256)
         return (arrivals_within_at(trace, load.speedup, load.duration_s)
                 if load.duration_s is not None else
                 arrivals_at(trace, load.speedup, load.num_requests))

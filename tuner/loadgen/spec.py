@@ -91,7 +91,9 @@ class Requests(_Spec):
     whole history), ``sharegpt`` (a ShareGPT-format JSON file at ``dataset``; ``output_len``
     0 takes the reply's length), ``trace`` (the requests of the trace file at ``trace``, a
     Mooncake JSONL or Azure CSV file, in its order and lengths: ``tuner.loadgen.replay``;
-    the length fields are not used).
+    the length fields are not used). ``trace_sha256``, the digest of the trace's bytes, is
+    set when the study is created (``tuner.storage.load``; a study file may give it to pin
+    the file); every later read of the trace refuses a file with another digest.
     """
 
     kind: Literal["random", "shared-prefix", "multi-turn", "sharegpt", "trace"] = "random"
@@ -103,6 +105,7 @@ class Requests(_Spec):
     turns: int = Field(1, ge=1, le=MAX_TURNS)
     dataset: str | None = None
     trace: str | None = None
+    trace_sha256: str | None = Field(None, pattern="^[0-9a-f]{64}$")
     seed: int = Field(0, ge=0, le=MAX_SEED)
 
     @field_validator("kind", mode="before")
@@ -126,6 +129,8 @@ class Requests(_Spec):
         if (self.kind == "trace") != bool(self.trace):
             raise ValueError("kind 'trace' needs 'trace' (a Mooncake JSONL or Azure CSV "
                              "file), and 'trace' needs kind 'trace'")
+        if self.trace_sha256 is not None and not self.trace:
+            raise ValueError("trace_sha256 is the digest of a trace: it needs 'trace'")
         return self
 
 

@@ -77,9 +77,9 @@ def load_trace(path: str | Path, sha256: str | None = None) -> Trace:
     except OSError as e:
         raise TraceError(f"{path}: cannot read the trace: {e.strerror or e}") from None
     if sha256 is not None and digest != sha256:
-        raise TraceError(f"{path}: changed since the study was created (its sha256 is "
-                         f"{digest[:12]}..., the study's {sha256[:12]}...); put the study's "
-                         "trace back or create the study again")
+        raise TraceError(f"{path}: not the trace the study was made with (its sha256 is "
+                         f"{digest[:12]}..., the study's {sha256[:12]}...); put that trace "
+                         "back, or create a new study with this one")
     return Trace(records, digest)
 
 

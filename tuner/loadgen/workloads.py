@@ -123,7 +123,7 @@ def _sharegpt(spec: WorkloadSpec, rng: np.random.Generator) -> Iterator[Request]
 
 def _trace(spec: WorkloadSpec, rng: np.random.Generator) -> Iterator[Request]:
     """The trace's requests in its order, again and again (``replay``)."""
-    records, s = read_trace(spec.trace or ""), _Sampler(spec, rng)
+    records, s = read_trace(spec.trace or "", spec.trace_sha256), _Sampler(spec, rng)
     blocks: dict[int, tuple[int, ...]] = {}
     while True:
         for r in records:

@@ -39,11 +39,11 @@ def from_study(w: Workload, num_requests: int | None = None) -> SimWorkload:
 
 
 def _trace_means(w: Workload) -> Workload:
-    records = read_trace(w.trace or "")
+    records = read_trace(w.trace or "", w.trace_sha256)
     mean_in = round(sum(r.input_tokens for r in records) / len(records))
     mean_out = round(sum(r.output_tokens for r in records) / len(records))
     concurrency = w.max_concurrency or Workload.model_fields["max_concurrency"].default
-    return build(Workload, **{**w.model_dump(exclude={"trace", "speedup"}), "kind": "random",
+    return build(Workload, **{**w.model_dump(exclude={"trace", "trace_sha256", "speedup"}), "kind": "random",
                               "input_len": mean_in, "output_len": mean_out,
                               "range_ratio": 0.0, "max_concurrency": concurrency})
 

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ValidationError
 
 from tuner.errors import StudyFileError, UsageError
 from tuner.loadgen.spec import error_text
-from tuner.loadgen.trace import read_trace
+from tuner.loadgen.trace import load_trace
 from tuner.space import build_space
 from tuner.spec.study import StudySpec
 
@@ -103,19 +103,21 @@ def _with_model_facts(spec: StudySpec, path: Path) -> StudySpec:
 
 
 def _with_trace(spec: StudySpec, path: Path) -> tuple[StudySpec, int]:
-    """The spec with its trace's path resolved against the study file's folder, read once
-    here (a bad trace is the study file's error), and the workload's longest request."""
+    """The spec with its trace's path resolved against the study file's folder and its
+    digest (``trace_sha256``, which every later read checks), read once here (a bad trace,
+    or one whose digest is not the file's own ``trace_sha256``, is the study file's error),
+    and the workload's longest request."""
     w = spec.workload
     if w.trace is None:
         return spec, w.longest_request
-    trace = (path.parent / w.trace).resolve()
+    path_of = (path.parent / w.trace).resolve()
     try:
-        records = read_trace(trace)
+        trace = load_trace(path_of, w.trace_sha256)
     except UsageError as e:
         raise StudyFileError(f"{path}: key 'workload.trace': {e}") from None
-    w = w.model_copy(update={"trace": str(trace)})
+    w = w.model_copy(update={"trace": str(path_of), "trace_sha256": trace.sha256})
     return (spec.model_copy(update={"workload": w}),
-            max(r.input_tokens + r.output_tokens for r in records))
+            max(r.input_tokens + r.output_tokens for r in trace.records))
 
 
 MAX_FILE_BYTES = 1_000_000  # a study file is a page of TOML; more is a mistake
