@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -120,3 +122,27 @@ def test_study_create_refuses_the_trace_on_one_line_with_exit_2(study_file, tmp_
     assert out.returncode == 2 and len(lines) == 1, lines
     assert lines[0].startswith("tuner: error: ") and "key 'workload.trace'" in lines[0]
     assert words in lines[0], lines
+
+
+
+# Every open of the trace during a benchmark, told by the interpreter's audit hook: True
+# where it ran on the event loop's thread (the main one, under asyncio.run).
+ON_THE_LOOP = """
+import asyncio, sys, threading
+from tuner.loadgen import LoadSpec, WorkloadSpec, run_benchmark
+path, opens = sys.argv[1], []
+sys.addaudithook(lambda event, args: opens.append(threading.current_thread() is
+                 threading.main_thread()) if event == "open" and str(args[0]) == path else None)
+load = LoadSpec(num_requests=2, speedup=1e6, warmup_requests=1, request_timeout_s=5.0)
+asyncio.run(run_benchmark("http://127.0.0.1:9", "m", WorkloadSpec(kind="trace", trace=path),
+                          load))  # its requests refused: data, not an error
+print(opens)
+"""
+
+
+def test_the_bench_time_reads_run_off_the_event_loop():
+    out = subprocess.run([sys.executable, "-c", ON_THE_LOOP, str(SYNTHETIC)],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr[-2000:]
+    opens = json.loads(out.stdout.strip().splitlines()[-1].lower())
+    assert opens and not any(opens), opens  # schedule, warm-up and run: each in a thread

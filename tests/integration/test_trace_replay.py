@@ -5,6 +5,7 @@ against a real simulator server: ``test_sim_server.py``.)"""
 from __future__ import annotations
 
 import hashlib
+import os
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ from tuner.sim.workload import from_study
 from tuner.space import build_space
 from tuner.storage import create_study, load_study_file, open_study
 from tuner.testing.databases import sqlite_url
+from tuner.testing.popen import stopped
 from tuner.testing.sim_studies import trials_of
 from tuner.testing.worker_procs import start_worker
 from tuner.trials import record
@@ -106,3 +108,45 @@ def test_create_stores_the_traces_digest_and_a_pinned_digest_must_match(study_fi
     trace.write_text(SYNTHETIC.read_text() + SYNTHETIC.read_text().splitlines()[-1] + "\n")
     with pytest.raises(TraceError, match=f"{trace}: not the trace the study was made with"):
         read_trace(trace, digest)
+
+
+def _gone(trace: Path) -> None:
+    trace.unlink()
+
+
+def _fifo(trace: Path) -> None:
+    trace.unlink()
+    os.mkfifo(trace)
+
+
+def _changed(trace: Path) -> None:
+    trace.write_text(SYNTHETIC.read_text().replace('"output_length": ', '"output_length": 1'))
+
+
+@pytest.mark.parametrize("swap, words", [
+    (_gone, "cannot read the trace: No such file"), (_fifo, "a FIFO, not a regular file"),
+    (_changed, "not the trace the study was made with"),
+], ids=["deleted", "fifo", "changed"])
+def test_a_trace_gone_or_swapped_after_create_fails_the_trial_not_the_worker(
+        study_file, tmp_path, swap, words):
+    trace = tmp_path / "t.jsonl"
+    trace.write_text(SYNTHETIC.read_text())
+    more = ("speedup = 5.0\nnum_requests = 20\nwarmup_requests = 2\n[search]\nn_trials = 1\n"
+            "baselines = false\n")
+    spec = load_study_file(_study(study_file, "t.jsonl", more))
+    url = sqlite_url(tmp_path)
+    create_study(spec, url)
+    swap(trace)
+    proc = start_worker(spec.name, url, "0", env={"TUNER_HOME": str(tmp_path)},
+                        log=tmp_path / "worker.log")
+    try:
+        code = proc.wait(timeout=120)
+    finally:
+        if proc.poll() is None:
+            stopped(proc, 10)
+    log = (tmp_path / "worker.log").read_text()[-3000:]
+    trials = trials_of(spec.name, url)
+    assert code == 0 and [t.state for t in trials] == [TrialState.FAIL], log
+    failure = trials[0].user_attrs["failure"]
+    assert failure["class"] == "trace" and failure["message"].startswith(f"{trace}: ")
+    assert words in failure["message"], failure

@@ -7,6 +7,7 @@ metrics, the server's view, the client's own lag and a noise estimate.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 import math
@@ -20,7 +21,7 @@ from tuner.errors import BenchmarkError, UsageError
 from tuner.loadgen import gaps, prometheus
 from tuner.loadgen.arrivals import arrival_times, arrivals_within, share_of, shard
 from tuner.loadgen.client import MAX_PAGE_BYTES, RequestOutput, read_capped
-from tuner.loadgen.dispatch import ShardPlan, ShardResult, run_shard
+from tuner.loadgen.dispatch import ShardPlan, ShardResult, prepare, run_shard
 from tuner.loadgen.lag import judge, lag_stats
 from tuner.loadgen.miss import MissLimits
 from tuner.loadgen.metrics import (calculate_metrics, count_failures, noise_estimate,
@@ -114,7 +115,11 @@ async def run_benchmark(base_url: str, model: str, workload: WorkloadSpec, load:
     """Benchmark the server at ``base_url`` serving ``model``.
 
     Failed requests are data (``result.failures``), never exceptions; BenchmarkError only when
-    a client process dies. ``progress(done, total)`` is called as measured requests finish
+    a client process dies, ``TraceError`` when a trace workload's file cannot be replayed
+    (gone, changed since ``workload.trace_sha256``, no trace). The schedule and the
+    requests are built off the event loop (a trace is read from disk, a run's bodies take
+    a while), so that the caller's watch on the server goes on meanwhile.
+    ``progress(done, total)`` is called as measured requests finish
     (``total`` None for a duration). With ``time_scale`` k != 1 (a simulator running k times
     faster than real time) time-based metrics are converted back to simulated time. With
     ``stop_on_miss``, a paced run of a request count in one client process stops sending
@@ -124,7 +129,8 @@ async def run_benchmark(base_url: str, model: str, workload: WorkloadSpec, load:
     """
     base_url = base_url.rstrip("/")
     miss = _miss_limits(load, slo, time_scale) if stop_on_miss else None
-    plans = _plans(base_url, model, workload, load, miss)  # a bad schedule fails first
+    # A bad schedule fails first.
+    plans = await asyncio.to_thread(_plans, base_url, model, workload, load, miss)
     warm = await _warm_up(base_url, model, workload, load)
     total = None if load.duration_s is not None else load.num_requests
     scrape_s = min(SCRAPE_TIMEOUT_S, load.request_timeout_s)
@@ -153,7 +159,7 @@ async def _warm_up(base_url: str, model: str, workload: WorkloadSpec,
                      http_client=load.http_client, text_prompts=load.text_prompts,
                      concurrency=min(load.max_concurrency or load.warmup_requests,
                                      load.warmup_requests))
-    return (await run_shard(plan)).outputs
+    return (await run_shard(plan, source=await asyncio.to_thread(prepare, plan))).outputs
 
 
 def _miss_limits(load: LoadSpec, slo: SLO | None, time_scale: float) -> MissLimits | None:
@@ -227,7 +233,8 @@ async def _run(plans: list[ShardPlan], progress: Progress | None,
         if progress is not None:
             progress(done[0], total)
 
-    shard_result = await run_shard(plans[0], None, on_done)
+    source = await asyncio.to_thread(prepare, plans[0])
+    shard_result = await run_shard(plans[0], None, on_done, source=source)
     return shard_result.start_time, [shard_result]
 
 

@@ -7,7 +7,9 @@ after the benchmark (confirmation runs, the accuracy guard, the cross-check) are
 runs only while the trial is measured. Returns the told ``TrialRecord`` (see
 ``tuner.trials.record``) and never raises for a server's failure: a server that exits or
 never becomes ready is an infeasible configuration, a crash or hang during the benchmark a
-failed trial; both keep the log tail. KeyboardInterrupt (Ctrl-C, SIGTERM) stops the server
+failed trial; both keep the log tail. A trace file that cannot be replayed at bench time
+(gone, changed since the study was created: ``TraceError``) fails the trial with that
+reason (``FailureKind.TRACE``), as a run of no result would. KeyboardInterrupt (Ctrl-C, SIGTERM) stops the server
 and propagates.
 """
 
@@ -25,7 +27,7 @@ from typing import Callable, Mapping, Sequence
 
 from tuner.engine import gpu, logparse, startlog
 from tuner.engine.supervisor import Server, Starter, plain_start
-from tuner.errors import EngineError, EngineExitedError
+from tuner.errors import EngineError, EngineExitedError, TraceError
 from tuner.capacity.run import climb, level_load, level_of
 from tuner.loadgen import run_benchmark
 from tuner.loadgen.ladder import LadderPlan
@@ -246,6 +248,9 @@ def benchmark(plan: TrialPlan, server: Server, base: TrialRecord, phases: dict,
     except ServerDied as e:
         phases["benchmark"] = time.monotonic() - start
         return record.failed(_failure(e.kind, str(e), server), base)
+    except TraceError as e:
+        phases["benchmark"] = time.monotonic() - start
+        return record.failed(Failure(kind=FailureKind.TRACE, message=str(e)), base)
     phases["benchmark"] = time.monotonic() - start
     if "warmup_s" in result.client:
         phases["warmup"] = result.client["warmup_s"]
@@ -273,6 +278,8 @@ def benchmark(plan: TrialPlan, server: Server, base: TrialRecord, phases: dict,
                                               metrics.get("request_throughput", 0.0), phase))
         except ServerDied as e:
             return record.failed(_failure(e.kind, str(e), server), ran)
+        except TraceError as e:
+            return record.failed(Failure(kind=FailureKind.TRACE, message=str(e)), ran)
         finally:
             phases["ladder"] = time.monotonic() - start
         metrics = {**metrics, **objective_figures(curve, plan.benchmark.ladder.start_rate)}
@@ -308,7 +315,7 @@ def _confirm(plan: TrialPlan, server: Server, told: TrialRecord, n: int,
         try:
             result = run_interruptible(_watched_benchmark(server, plan,
                                                           1 + INVALID_RETRIES + k))
-        except ServerDied as e:
+        except (ServerDied, TraceError) as e:
             rejected.append(f"confirmation run: {e}")
             break
         invalid = result.invalid_for(plan.benchmark.told)

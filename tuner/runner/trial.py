@@ -9,6 +9,7 @@ import dataclasses
 import os
 from typing import Any, Mapping
 
+from tuner.errors import TraceError
 from tuner.engine import command, preimport
 from tuner.engine.ports import reserved_port
 from tuner.engine.supervisor import Starter, plain_start
@@ -47,12 +48,12 @@ def run(spec: StudySpec, launch_flags: Mapping[str, Any], number: int, slot: Slo
 def our_levels(server, plan: TrialPlan) -> crosscheck.OurLevel:
     """Our level at (rate, round) on the live ``server`` for the cross-check
     (``measure.one_level``, the round's own prompts): its figures, or ``{"offered_rps":
-    rate, "error": ...}`` when the server died or hung during it, so that the trial keeps
-    the measurement it already has."""
+    rate, "error": ...}`` when the server died or hung during it or its trace could not be
+    read, so that the trial keeps the measurement it already has."""
     def ours(rate: float, k: int) -> dict[str, Any]:
         try:
             return one_level(server, plan, rate, CROSSCHECK_RUN + k).to_json()
-        except ServerDied as e:
+        except (ServerDied, TraceError) as e:
             return {"offered_rps": rate, "error": str(e)}
     return ours
 

@@ -191,6 +191,7 @@ class FailureKind(str, enum.Enum):
     BENCHMARK_FAILED = "benchmark-failed"    # no request completed, or an objective missing
     INVALID_MEASUREMENT = "invalid-measurement"  # the client, not the server, was measured
     ERROR = "error"                          # the measurement raised: bad input, or a bug
+    TRACE = "trace"                          # the trace file gone or changed at bench time
 
     __str__ = str.__str__
     __format__ = str.__format__
