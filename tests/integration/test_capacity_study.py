@@ -84,10 +84,14 @@ def test_a_capacity_study_tells_capacity_and_keeps_each_trials_curve(storage_url
         assert m["output_throughput"] > 0  # the saturated benchmark stays on the record
     monkeypatch.setenv("TUNER_HOME", str(tmp_path))
     _best_answers_from_the_stored_curves(storage_url, run_cli, spec)
-    # status's best is the most capacity: the SLOs are in it, not limits on the saturated run
-    most = max(t.user_attrs["metrics"]["capacity_rps"] for t in measured)
+    # status's best is the most capacity, with its interval: the SLOs are in it, not
+    # limits on the saturated run
+    m = max((t.user_attrs["metrics"] for t in measured), key=lambda m: m["capacity_rps"])
+    told = (f"capacity_rps {'>= ' if m['capacity_censored'] else ''}{m['capacity_rps']:.3g} "
+            f"[{m['capacity_rps_lower']:.3g}-{m['capacity_rps_upper']:.3g}]")
     out = _tuner("status", "cap", "--storage", storage_url, home=tmp_path)
-    assert out.returncode == 0 and f"capacity_rps {most:,.1f}" in out.stdout, out.stdout
+    best = [line for line in out.stdout.splitlines() if line.startswith("best:")]
+    assert out.returncode == 0 and len(best) == 1 and told in best[0], out.stdout
     out = _tuner("report", "cap", "--storage", storage_url, "-o", tmp_path / "r.html",
                  home=tmp_path)
     assert out.returncode == 0, out.stderr

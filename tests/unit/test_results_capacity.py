@@ -25,9 +25,13 @@ def lv(rate, itl, ttft, tput=None, **kw):
                  output_throughput=tput if tput is not None else rate * 100, **kw)
 
 
-def trial(number, *levels, **kw):
+# The SLO the curves were judged at when stored (a curve stored with none is an old one).
+OWN = {"p99_itl_ms": 50.0, "p99_ttft_ms": 1000.0}
+
+
+def trial(number, *levels, slo=OWN, **kw):
     return TrialRecord(number=number, outcome=record.MEASURED, state=record.COMPLETE,
-                       curve=Curve(levels=levels), **kw)
+                       curve=Curve(levels=levels, slo=slo), **kw)
 
 
 def limits(itl, ttft):
@@ -134,14 +138,17 @@ def test_answers_read_the_p99s_each_level_was_judged_on():
 
 def test_an_old_curve_answers_with_no_interval_and_says_so():
     old = trial(5, lv(4, 20, 200, held=True), lv(8, 40, 500, held=True),
-                lv(12, 80, 1400, held=False))
+                lv(12, 80, 1400, held=False), slo=None)
     assert old.curve.slo is None and old.curve.capacity_rps == 8  # the highest held level
     assert old.curve.estimate().lower is None
+    # at the study's SLO as at others, it answers as it was read then: a measured level
     answer = capacity.most_capacity([old], limits(50, 1000))
-    assert answer.trial.number == 5 and answer.rate == pytest.approx(9.0)
+    assert answer.trial.number == 5 and answer.rate == 8.0
+    assert capacity.most_capacity([old], limits(30, 1000)).rate == 4.0
     assert answer.estimate.lower is None and answer.estimate.upper is None
     assert not answer.at_the_limit
     assert interval_text(answer) == "(no interval: the trial was stored before capacity " \
                                     "intervals)"
-    at = capacity.lowest_latency_at([old], 8.5, limits(50, 1000))
-    assert at.p99_itl_ms == pytest.approx(45.0) and not at.at_the_limit
+    at = capacity.lowest_latency_at([old], 7.0, limits(50, 1000))
+    assert at.p99_itl_ms == pytest.approx(35.0) and not at.at_the_limit
+    assert capacity.lowest_latency_at([old], 8.5, limits(50, 1000)) is None

@@ -86,10 +86,18 @@ def around(curve: Curve, rate: float) -> tuple[Level, ...]:
 def at_rate(curve: Curve, rate: float, estimate: Capacity | None = None
             ) -> CapacityAnswer | None:
     """The curve's judged p99s and throughput at ``rate`` (no trial set), interpolated
-    between the usable measured levels around it; None outside them."""
+    between the usable measured levels around it; None outside them. Between the last
+    whole level and one above it that failed requests or stopped early (whose figures
+    are a shortened run's), the answer rests on both, and its figures are unknown
+    (None)."""
     near = around(curve, rate)
     if not near:
-        return None
+        above = [lv for lv in curve.measured if lv.usable and lv.offered_rps >= rate]
+        below = [lv for lv in curve.measured if _usable(lv) and lv.offered_rps <= rate]
+        if not above or not below:
+            return None
+        return CapacityAnswer(TrialRecord(), rate, None, None, None,
+                              (below[-1].offered_rps, above[0].offered_rps), estimate)
     clean = Curve(levels=near)
     return CapacityAnswer(TrialRecord(), rate, clean.at("judged_p99_itl_ms", rate),
                           clean.at("judged_p99_ttft_ms", rate),

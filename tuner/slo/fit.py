@@ -83,15 +83,20 @@ class Point:
 
     @classmethod
     def of(cls, rate: float, verdict: Verdict, stopped_early: bool = False) -> Point:
-        """A level's point. A level stopped once its miss was certain misses: its margin
-        counts at least 1, with no upper end."""
+        """A level's point. A level stopped once its miss was certain misses by an
+        unknown amount: its margin and upper end are unbounded, its lower end at least
+        past 1 (the fit then reads the crossing at the last level within the limit,
+        never inside a level it could not measure whole)."""
         ms = verdict.margins
         value = max((m.value for m in ms), default=BIG)
         lower = max((m.lower for m in ms), default=BIG)
         upper = max((m.upper for m in ms), default=BIG)
         exact = all(m.lower == m.value == m.upper for m in ms)
-        if stopped_early:
-            value, lower, upper = max(value, 1.0), max(lower, 1.0), math.inf
+        if stopped_early:  # a certain miss, by an unknown amount: its shortened run's
+            # figures only bound the whole run's from below, so they bound the capacity
+            # from above (the lower end) and say nothing of the point
+            past = math.nextafter(1.0, math.inf)
+            value, lower, upper, exact = math.inf, max(lower, past), math.inf, False
         return cls(rate, value, lower, upper, exact)
 
 
@@ -117,8 +122,8 @@ def _cap(x: float) -> float:
 
 def crossing(rates: np.ndarray, fit: np.ndarray) -> float | None:
     """The rate at which ``fit`` (non-decreasing over ``rates``) first exceeds 1, linear
-    between the levels around it; 0 when the first level exceeds it; None when no level
-    does."""
+    between the levels around it (the level below, when the one above is unbounded); 0
+    when the first level exceeds it; None when no level does."""
     above = np.nonzero(fit > 1.0)[0]
     if above.size == 0:
         return None
@@ -126,6 +131,8 @@ def crossing(rates: np.ndarray, fit: np.ndarray) -> float | None:
     if i == 0:
         return 0.0
     r0, r1, g0, g1 = rates[i - 1], rates[i], fit[i - 1], fit[i]
+    if g1 >= BIG:  # an unbounded margin: nothing to interpolate towards
+        return float(r0)
     return float(r0 + (1.0 - g0) / (g1 - g0) * (r1 - r0))
 
 

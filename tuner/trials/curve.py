@@ -6,8 +6,9 @@ them with the warm-up's saturated throughput and answers, from the measurements 
 - ``estimate(slo)``: the capacity under ``slo`` (the curve's own SLO by default) with its
   interval, fitted over the margins of every level (``tuner.slo.fit``): where the SLO's
   one verdict (``tuner.slo.Slo.verdict``) crosses from held to missed. A curve stored
-  before levels carried intervals (and its SLO) has no interval; one stored without its
-  SLO answers, as it was judged then, the highest offered rate whose level held;
+  before curves kept their SLO and intervals answers as it was read then: the highest
+  offered rate whose level held (by the verdict at ``slo`` where one is given), with no
+  interval;
 - ``capacity_rps``: the estimate's point; 0 when no level held; None with no level;
 - ``capacity_output_throughput``: the output throughput (tok/s) at that point;
 - ``at(metric, rate)``: a level figure at a reference rate, interpolated linearly between
@@ -160,16 +161,25 @@ class Curve(Part):
     def estimate(self, slo: Slo | None = None) -> Capacity | None:
         """The capacity under ``slo`` (the curve's own by default) with its interval
         (module docstring); None with no usable level, or with neither SLO."""
-        slo = slo or self.own_slo
         usable = [lv for lv in self.measured if lv.usable]
         if not usable:
             return None
-        if slo is None:  # judged before curves kept their SLO: as it was judged then
-            level = self.capacity_level
-            rate = 0.0 if level is None else level.offered_rps
-            return Capacity(rate, None, None, level is usable[-1],
-                            tuple(lv.offered_rps for lv in usable))
-        return capacity([lv.point(slo) for lv in usable])
+        if self.own_slo is None:  # stored before curves kept their SLO: the rule of then
+            return self._highest_held(usable, slo)
+        return capacity([lv.point(slo or self.own_slo) for lv in usable])
+
+    def _highest_held(self, usable: Sequence[Level], slo: Slo | None) -> Capacity:
+        """A curve stored before intervals, as its capacity was read then: the highest
+        level that held (at ``slo``: whose verdict holds, no request failed and it ran
+        whole; without one, as the ladder judged it), with no interval."""
+        if slo is None:
+            held = [lv for lv in usable if lv.held]
+        else:
+            held = [lv for lv in usable if not lv.failed and not lv.stopped_early
+                    and lv.requests != 0 and lv.verdict(slo).held]
+        rate = held[-1].offered_rps if held else 0.0
+        return Capacity(rate, None, None, bool(held) and held[-1] is usable[-1],
+                        tuple(lv.offered_rps for lv in usable))
 
     @property
     def capacity_level(self) -> Level | None:
