@@ -16,6 +16,8 @@
     │                           the trial, which then fails its accuracy constraint)
     ├── LaunchError             `tuner launch` could not start its workers (exit code 1)
     ├── NoResultsError          the study has nothing that answers the question yet (exit 1)
+    ├── BadRecordError          a stored trial record is not one a tuner writes (a wrong
+    │                           type, a number out of range): its readers skip the trial
     └── MissingDependencyError  an optional package a command needs is missing (exit code 1)
         └── SamplerUnavailable  the study file names a sampler whose package is missing (2)
 
@@ -52,6 +54,12 @@ class StudyConflictError(UsageError):
 
 class StudyNotFoundError(UsageError):
     """No study of that name exists in the storage."""
+
+
+class BadRecordError(TunerError, ValueError):
+    """A stored trial's attribute is not of its type or out of its range (someone wrote the
+    database); a reader skips that trial with a warning (``tuner.trials.queries``). A
+    ``ValueError`` too, for the callers that read one attribute and catch that."""
 
 
 class StorageError(TunerError):

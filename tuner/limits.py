@@ -26,6 +26,11 @@ MAX_CLIENT_PROCESSES = 1024
 MAX_TURNS = 10_000
 # Requests a second a client is asked to send: beyond what any client or server reaches.
 MAX_REQUEST_RATE = 1e6
+# Levels of one stored load-ladder curve: a ladder runs at most ``[capacity] max_levels``
+# (50) levels and its repeats next to the edge, far fewer than this; every reader fits the
+# capacity over all of a curve's levels, so a tampered curve of many more would hold up
+# every one of them (``tuner.trials.curve``).
+MAX_CURVE_LEVELS = 1000
 # How many times faster than recorded a trace is replayed: a day's trace would then last
 # under a tenth of a second, past any server.
 MAX_SPEEDUP = 1e6

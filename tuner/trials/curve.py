@@ -15,6 +15,11 @@ them with the warm-up's saturated throughput and answers, from the measurements 
   the two measured levels that bracket it; None outside the measured range (the curve is
   never extrapolated).
 
+A stored curve is read back only when it is one a ladder could have measured: at most
+``tuner.limits.MAX_CURVE_LEVELS`` levels, offered rates above 0, every rate, throughput
+and latency a finite number within ``tuner.limits``' bounds, shares within 0..1 (``check``
+refuses the rest with a ``ValueError``, and the record's read skips the trial).
+
 Goodput is ``vllm bench serve --goodput``'s ``request_goodput``: requests per second that
 met every per-request objective (``tuner.loadgen.metrics.meets_slo``). SLO attainment is
 the share of the level's requests (failed ones included) that met them. Both are parts
@@ -30,6 +35,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from tuner.limits import (MAX_CURVE_LEVELS, MAX_DURATION_MS, MAX_RELATIVE, MAX_REQUEST_RATE,
+                          MAX_REQUESTS, MAX_THROUGHPUT)
 from tuner.slo import FIGURES, Capacity, Point, Slo, Verdict, capacity
 from tuner.trials.parts import Part
 
@@ -80,6 +87,26 @@ class Level(Part):
     invalid_reason: str | None = None
     stopped_early: bool | None = None           # True: stopped once its miss was certain
 
+    def check(self) -> None:
+        """A level a ladder could have measured (the module docstring)."""
+        _within(self.offered_rps, "offered_rps", MAX_REQUEST_RATE, above_zero=True)
+        for name in ("achieved_rps", "goodput_rps"):
+            _within(getattr(self, name), name, MAX_REQUEST_RATE)
+        _within(self.output_throughput, "output_throughput", MAX_THROUGHPUT)
+        _within(self.slo_attainment, "slo_attainment", 1.0)
+        _within(self.latency_trend_se, "latency_trend_se", MAX_RELATIVE)
+        _within(None if self.latency_trend is None else abs(self.latency_trend),
+                "latency_trend", MAX_RELATIVE)
+        for name in ("requests", "failed"):
+            _within(getattr(self, name), name, MAX_REQUESTS)
+        for name in LATENCIES:
+            _within(getattr(self, name), name, MAX_DURATION_MS)
+        for figure, est in (self.estimates or {}).items():
+            if not isinstance(est, Mapping):
+                raise TypeError(f"Level.estimates.{figure}: an object was expected")
+            for end in ("value", "lower", "upper"):
+                _within(est.get(end), f"estimates.{figure}.{end}", MAX_DURATION_MS)
+
     def judged(self, figure: str) -> float | None:
         """The figure (one of ``tuner.slo.FIGURES``) the verdict judges: the steady
         requests' where the level had a steady state, else the whole run's."""
@@ -120,8 +147,37 @@ class Level(Part):
         return self.p99_ttft_ms if self.steady_p99_ttft_ms is None else self.steady_p99_ttft_ms
 
 
+LATENCIES = ("p50_ttft_ms", "p99_ttft_ms", "p50_itl_ms", "p99_itl_ms", "p99_tpot_ms",
+             "p99_e2el_ms", "steady_p99_ttft_ms", "steady_p99_itl_ms", "steady_p99_tpot_ms",
+             "steady_p99_e2el_ms")
+
+
+def _within(value: Any, name: str, most: float, above_zero: bool = False) -> None:
+    """Refuse a stored figure that is no finite number in [0, most] ((0, most])."""
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name}: {value!r:.40} is not a number")
+    low_ok = value > 0 if above_zero else value >= 0
+    if not (math.isfinite(value) and low_ok and value <= most):
+        low = "above 0" if above_zero else "0"
+        raise ValueError(f"{name}: {value!r} is not a finite number from {low} to {most:g}")
+
+
 def _levels(value: Sequence[Mapping[str, Any]]) -> tuple[Level, ...]:
-    return tuple(Level.from_json(v) for v in value)
+    """The stored levels; more than ``MAX_CURVE_LEVELS`` are refused before any is read."""
+    if not isinstance(value, (list, tuple)):
+        raise TypeError(f"Curve.levels: {value!r:.40} is not a list")
+    if len(value) > MAX_CURVE_LEVELS:
+        raise ValueError(f"Curve.levels: {len(value)} levels, more than a ladder measures "
+                         f"(at most {MAX_CURVE_LEVELS})")
+    out = []
+    for i, v in enumerate(value):
+        try:
+            out.append(Level.from_json(v))
+        except (TypeError, ValueError) as e:
+            raise type(e)(f"Curve.levels[{i}]: {e}") from e
+    return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -137,6 +193,13 @@ class Curve(Part):
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "levels", tuple(Level.of(v) for v in self.levels))
+
+    def check(self) -> None:
+        """A curve a ladder could have measured (the module docstring)."""
+        _within(self.saturated_rps, "saturated_rps", MAX_REQUEST_RATE)
+        _within(self.tolerance, "tolerance", MAX_RELATIVE)
+        for figure, limit in (self.slo or {}).items():
+            _within(limit, f"slo.{figure}", MAX_DURATION_MS, above_zero=True)
 
     def to_json(self) -> dict[str, Any]:
         out = super().to_json()

@@ -10,7 +10,12 @@ Each part is a frozen dataclass stored as one JSON object (a user attribute of t
   as ``Failure.kind`` is stored under ``class``), as stored: an int stays an int;
 - a field at None is not written, and a stored null is kept in ``extra`` (never lost);
 - keys a part does not know (an older or newer tuner wrote them) are kept in ``extra`` and
-  written back after the fields.
+  written back after the fields;
+- a stored value is of its field's JSON type or the read refuses it: a ``TypeError`` naming
+  the part and the key (a number field takes an int or a float, never a bool; an int field
+  an int; a mapping field an object; a sequence field a list), and a part may refuse a
+  value out of its range with a ``ValueError`` (``Part.check``; ``tuner.trials.curve``),
+  so that nothing past the read meets a string where it does arithmetic.
 
 The keys are the ones their writers use (``tuner.loadgen.prometheus``, the load generator's
 ``_client_view``, ``tuner.loadgen.window``, ``tuner.engine.startlog``,
@@ -22,6 +27,9 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
+import types
+import typing
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence, TypeVar
 
@@ -68,8 +76,14 @@ class Part:
             if f is None or value is None:
                 extra[key] = value
             else:
-                kwargs[f.name] = f.metadata.get("read", _same)(value)
-        return cls(**kwargs, extra=extra)
+                kwargs[f.name] = typed(cls, key, f.metadata.get("read", _same)(value))
+        part = cls(**kwargs, extra=extra)
+        part.check()
+        return part
+
+    def check(self) -> None:
+        """Refuse (``ValueError``) a stored value out of its range; each read calls it.
+        Most parts take any value of the field's type; a curve does not."""
 
     @classmethod
     def of(cls: type[P], value: P | Mapping[str, Any] | None) -> P | None:
@@ -83,6 +97,54 @@ def _own_fields(cls: type) -> tuple[dataclasses.Field, ...]:
 
 def _same(value: Any) -> Any:
     return value
+
+
+def typed(cls: type, key: str, value: Any) -> Any:
+    """``value`` when it is of the type of dataclass ``cls``'s field stored under ``key``
+    (as read: a nested part built, a list made a tuple), else a ``TypeError``."""
+    kinds = _kinds(cls)[key]
+    if not any(_is(value, kind) for kind in kinds):
+        text = repr(value)
+        text = text if len(text) <= 40 else text[:37] + "..."
+        raise TypeError(f"{cls.__name__}.{key}: {text} is not "
+                        f"{' or '.join(_name(k) for k in kinds)}")
+    return value
+
+
+@functools.cache
+def _kinds(cls: type) -> dict[str, tuple[Any, ...]]:
+    """Each stored key of ``cls`` -> the types its field may hold (None left out)."""
+    hints = typing.get_type_hints(cls)
+    out = {}
+    for f in _own_fields(cls):
+        hint = hints[f.name]
+        union = typing.get_origin(hint) in (typing.Union, types.UnionType)
+        out[f.metadata.get("json", f.name)] = tuple(
+            h for h in (typing.get_args(hint) if union else (hint,)) if h is not type(None))
+    return out
+
+
+def _is(value: Any, kind: Any) -> bool:
+    origin = typing.get_origin(kind) or kind
+    if kind is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if kind is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if origin in (Mapping, dict):
+        args = typing.get_args(kind)
+        return isinstance(value, Mapping) and (
+            not args or args[1] is not float or all(_is(v, float) for v in value.values()))
+    if origin in (Sequence, list):
+        return isinstance(value, (list, tuple))
+    return isinstance(value, origin)
+
+
+def _name(kind: Any) -> str:
+    origin = typing.get_origin(kind) or kind
+    names = {float: "a number", int: "an integer", bool: "true or false", str: "a string",
+             Mapping: "an object", dict: "an object", Sequence: "a list", list: "a list",
+             tuple: "a list"}
+    return names.get(origin, f"a {getattr(origin, '__name__', origin)}")
 
 
 def _json(value: Any) -> Any:
@@ -269,7 +331,8 @@ class VllmBench(Part):
             raise TypeError(f"VllmBench: a JSON object was expected, not {data!r}")
         named = {"runs", "error", "repeat_error", "levels"}
         return cls(figures={k: v for k, v in data.items() if k not in named},
-                   **{k: v for k, v in data.items() if k in named and v is not None},
+                   **{k: typed(cls, k, v) for k, v in data.items()
+                      if k in named and v is not None},
                    extra={k: v for k, v in data.items() if k in named and v is None})
 
 

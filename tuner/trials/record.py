@@ -50,11 +50,12 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
+from tuner.errors import BadRecordError
 from tuner.numerics import lossy_flags
 from tuner.trials.curve import Curve
 from tuner.trials.scoring import Scoring
 from tuner.trials.parts import (Accuracy, ClientView, Failure, Part, Repeat, ServerView,
-                                StartPhases, VllmBench, Window)
+                                StartPhases, VllmBench, Window, typed)
 
 if TYPE_CHECKING:  # the builders read a spec; trials/ imports no layer above it
     from tuner.spec.study import StudySpec
@@ -242,10 +243,11 @@ class TrialRecord:
 
     @classmethod
     def from_user_attrs(cls, attrs: Mapping[str, Any], **trial: Any) -> TrialRecord:
-        """The record of stored user attributes (``trial``: number, state, values...)."""
+        """The record of stored user attributes (``trial``: number, state, values...). An
+        attribute not of its field's type, or out of its range (a part's ``check``), is a
+        ``BadRecordError`` naming it; the readers skip that trial (``tuner.trials.queries``)."""
         known = {f.name for f in _ATTR_FIELDS}
-        kwargs = {k: _READ.get(k, _same)(v) for k, v in attrs.items()
-                  if k in known and v is not None}
+        kwargs = {k: _read(k, v) for k, v in attrs.items() if k in known and v is not None}
         extra = {k: v for k, v in attrs.items() if k not in known}
         return cls(**trial, **kwargs, extra=extra)
 
@@ -264,21 +266,13 @@ def _int_or_none(value: Any) -> int | None:
     return int(value) if isinstance(value, (int, float)) and math.isfinite(value) else None
 
 
-# How a stored attribute becomes its field, where JSON's form is not the field's.
-_READ: dict[str, Callable[[Any], Any]] = {
-    "outcome": Outcome,
-    "flags": dict, "launch": dict,
-    "metrics": _numbers,
-    "command": lambda v: tuple(str(w) for w in v),
-    "repaired": lambda v: tuple(str(w) for w in v),
-    "rejected_runs": lambda v: tuple(str(w) for w in v),
-    "gpus": lambda v: tuple(int(g) for g in v),
-    "kv_cache_tokens": _int_or_none,
-    "stopped": bool, "interrupted": bool,
-    "stream_interval": _int_or_none,
-    "repeats": tuple,
-    "spread": lambda v: {k: Spread.from_json(s) for k, s in v.items()},
-}
+def _read(key: str, value: Any) -> Any:
+    """The stored attribute ``key`` as its field, or a ``BadRecordError`` naming it."""
+    try:
+        return typed(TrialRecord, key, _READ.get(key, _same)(value))
+    except (TypeError, ValueError, KeyError, AttributeError, OverflowError) as e:
+        raise BadRecordError(f"attribute {key!r}: {e}") from e
+
 
 # The attributes stored as a typed part (``tuner.trials.parts``): field -> its part.
 PARTS: dict[str, type[Part]] = {
@@ -286,6 +280,29 @@ PARTS: dict[str, type[Part]] = {
     "failure": Failure, "vllm_bench": VllmBench, "window": Window, "accuracy": Accuracy,
     "curve": Curve,
 }
+
+# How a stored attribute becomes its field, where JSON's form is not the field's.
+_READ: dict[str, Callable[[Any], Any]] = {
+    "outcome": Outcome,
+    "flags": dict, "launch": dict,
+    "metrics": _numbers,
+    "command": lambda v: tuple(str(w) for w in _list(v)),
+    "repaired": lambda v: tuple(str(w) for w in _list(v)),
+    "rejected_runs": lambda v: tuple(str(w) for w in _list(v)),
+    "gpus": lambda v: tuple(int(g) for g in _list(v)),
+    "kv_cache_tokens": _int_or_none,
+    "stopped": bool, "interrupted": bool,
+    "stream_interval": _int_or_none,
+    "repeats": lambda v: tuple(Repeat.from_json(r) for r in _list(v)),
+    "spread": lambda v: {k: Spread.from_json(s) for k, s in v.items()},
+    **{name: part.from_json for name, part in PARTS.items()},
+}
+
+
+def _list(value: Any) -> list[Any]:
+    if not isinstance(value, list):
+        raise TypeError(f"{value!r:.40} is not a list")
+    return value
 
 _ATTR_FIELDS = tuple(f for f in dataclasses.fields(TrialRecord)
                      if f.name not in TRIAL_FIELDS and f.name != "extra")
