@@ -17,7 +17,7 @@ import optuna
 from optuna.trial import FrozenTrial, TrialState
 
 from tuner import optuna_adapter
-from tuner.trials.queries import from_frozen
+from tuner.trials.queries import read_records, readable
 from tuner.trials.record import COMPLETE, TrialRecord
 
 CONSTRAINTS_KEY = "constraints:"  # where Optuna keeps what set_constraint set
@@ -49,8 +49,8 @@ def _state(told: TrialRecord) -> TrialState:
 def _told_already(stored: FrozenTrial, told: TrialRecord) -> bool:
     """The stored trial is this record (an earlier attempt committed before its answer was
     lost), not a trial closed by someone else."""
-    mine = from_frozen(stored)
-    return (stored.state == _state(told) and mine.outcome == told.outcome
+    mine = readable(stored)
+    return (mine is not None and stored.state == _state(told) and mine.outcome == told.outcome
             and mine.worker == told.worker)
 
 
@@ -67,4 +67,4 @@ def _add_copy(study: optuna.Study, closed: FrozenTrial, told: TrialRecord) -> No
 
 def _copied_already(study: optuna.Study, number: int, told: TrialRecord) -> bool:
     return any(r.recorded_for == number and r.worker == told.worker
-               for r in map(from_frozen, study.get_trials(deepcopy=False)))
+               for r in read_records(study.get_trials(deepcopy=False)))

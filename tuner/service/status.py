@@ -23,8 +23,8 @@ from tuner.service.workers import WorkerView, views
 from tuner.storage import open_study
 from tuner.spec.study import StudySpec
 from tuner.storage.database import heartbeat_s
-from tuner.trials import (TrialRecord, counted, default_baseline, from_frozen, history,
-                          pareto_front, record, reference_point)
+from tuner.trials import (TrialRecord, counted, default_baseline, history, pareto_front,
+                          read_records, record, reference_point)
 from tuner.trials.drift import ReferenceRun, reference_runs
 from tuner.trials.reference import study_rule
 
@@ -119,7 +119,7 @@ def build(spec: StudySpec, trials: Sequence[FrozenTrial], attrs: Mapping[str, An
           now: float, interval_s: float) -> StudyStatus:
     """The status from one read of the study's trials and user attributes (pure), with
     workers' beats ``interval_s`` apart."""
-    records = tuple(sorted(map(from_frozen, trials), key=lambda r: r.number))
+    records = read_records(trials, spec.name)
     goals = spec.objectives
     default = default_baseline(records)
     ref, _ = reference_point(default, goals, study_rule(spec))

@@ -1,7 +1,12 @@
 """Questions the layers ask of a study's trials (pure over records, but ``load_records``).
 
 ``load_records`` is the only storage read: one ``get_trials`` call, no transaction held, so
-a study in progress can be read at any time. Everything else is a pure function over the
+a study in progress can be read at any time. Stored records are input (whoever can write
+the database writes them): ``readable`` / ``read_records`` skip a trial whose record does
+not read back (``tuner.errors.BadRecordError``: a wrong JSON type, a number out of range,
+a curve too long) with one warning per trial naming it, so that no reader (the results,
+the status, the API, the search's history) meets a bad record or raises on one.
+Everything else is a pure function over the
 records: which trials spend the budget (``counted``), the best measured value so far
 (``best_value``), vLLM's default baseline, an earlier trial with the same effective flags
 (``already_measured``), the counts per outcome. ``outcome_of``, ``flags_of``,
@@ -11,14 +16,16 @@ building its whole record (the search asks them of every trial for every proposa
 
 from __future__ import annotations
 
+import logging
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
 from tuner import optuna_adapter
+from tuner.errors import BadRecordError
 from tuner.trials.parts import FailureKind
 from tuner.trials.record import (COMPLETE, DEFAULT_BASELINE, DUPLICATE, FAIL, INFEASIBLE,
                                  MEASURED, RUNNING, STARTS, STOPPED, Outcome, TrialRecord,
@@ -39,10 +46,35 @@ def from_frozen(t: FrozenTrial) -> TrialRecord:
         retry_of=t.system_attrs.get(RETRY_OF))
 
 
+log = logging.getLogger(__name__)
+_warned: set[tuple[int | None, int]] = set()  # (storage id, number): warned of already
+
+
+def readable(t: FrozenTrial, study: str | None = None) -> TrialRecord | None:
+    """The trial's record, or None when its stored record does not read back; then a
+    warning names the trial (of ``study``) and what is wrong, once per trial and process."""
+    try:
+        return from_frozen(t)
+    except BadRecordError as e:
+        key = (optuna_adapter.frozen_trial_id(t), t.number)
+        if key not in _warned:
+            _warned.add(key)
+            of = f" of study {study!r}" if study else ""
+            log.warning("skipping trial %d%s: its stored record is not one a tuner writes "
+                        "(%s)", t.number, of, e)
+        return None
+
+
+def read_records(trials: Iterable[FrozenTrial],
+                 study: str | None = None) -> tuple[TrialRecord, ...]:
+    """The records of ``trials`` that read back (``readable``), in trial-number order."""
+    records = (r for r in (readable(t, study) for t in trials) if r is not None)
+    return tuple(sorted(records, key=lambda r: r.number))
+
+
 def load_records(study: optuna.Study) -> tuple[TrialRecord, ...]:
-    """Every trial of ``study`` (any state), in trial-number order."""
-    trials = study.get_trials(deepcopy=False)
-    return tuple(sorted((from_frozen(t) for t in trials), key=lambda r: r.number))
+    """Every trial of ``study`` (any state) whose record reads back, in number order."""
+    return read_records(study.get_trials(deepcopy=False), study.study_name)
 
 
 # A failed trial of this class measured the client, not the server (the runner ran it

@@ -23,7 +23,7 @@ from tuner.space.unreached import unbound_moves
 from tuner.search.front.encoding import Encoding
 from tuner.search.front.settings import MOVE, STARTS, FrontSettings
 from tuner.space.distributions import clip
-from tuner.trials.queries import from_frozen
+from tuner.trials.queries import from_frozen, readable
 from tuner.trials.record import Outcome, TrialRecord
 
 
@@ -136,7 +136,9 @@ def history(settings: FrontSettings, trials: Sequence[FrozenTrial], directions,
     """``trials``: the other trials that have the space's parameters; ``moves``: every
     other trial's move, those still being asked included (default: the moves of
     ``trials``); ``pending``: the parameters those still being asked proposed
-    (``pending_of``), counted as asked and in flight."""
+    (``pending_of``), counted as asked and in flight. A trial whose stored record does not
+    read back is left out, as every reader leaves it (``tuner.trials.queries.readable``)."""
+    trials = [t for t in trials if readable(t) is not None]
     enc = Encoding(dict(space))
     fix = settings.repair
     pending = tuple(dict(p) for p in pending)
