@@ -13,7 +13,10 @@ Errors are JSON ``{"error": "..."}``: 400 for a bad query (a ``rate`` on a study
 measures no load ladder included), 401 without the right bearer
 token (when one is configured), 404 for an unknown study or route, 422 when no trial
 meets the limits (with ``output``: what `tuner best` prints for the closest trial), 503
-when the storage cannot be read. Every database read runs in a thread
+when the storage cannot be read, and 500 with one line for anything else (the traceback
+goes to the API's log); ``GET /studies`` leaves out, and logs, a study it cannot read, so
+one bad study never hides the others. A trial whose stored record does not read back is
+left out of every answer (``tuner.trials.queries.readable``), with a warning in the log. Every database read runs in a thread
 (``asyncio.to_thread``), so the event loop keeps answering while it waits.
 """
 
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+import logging
 import time
 from typing import Any
 
@@ -40,6 +44,8 @@ from tuner.storage.load import spec_from_json
 from tuner.spec.study import is_study_name
 from tuner.storage.studies import SPEC, stored_engine
 from tuner.trials import load_records
+
+log = logging.getLogger(__name__)
 
 READER = web.AppKey("reader", object)
 TOKEN = web.AppKey("token", object)
@@ -118,7 +124,19 @@ async def _guard(request: web.Request, handler):
     except web.HTTPMethodNotAllowed:
         return _error(405, f"{request.method} is not allowed: the API is read-only")
     except (StorageError, optuna.exceptions.StorageInternalError, OSError) as e:
-        return _error(503, f"cannot read the storage: {str(e).splitlines()[0]}")
+        return _error(503, f"cannot read the storage: {_line(e)}")
+    except web.HTTPException:
+        raise
+    except Exception as e:  # a bug, or stored data no check foresaw: one line, not a page
+        log.exception("GET %s failed", request.path)
+        return _error(500, f"internal error ({type(e).__name__}: {_line(e)}); "
+                           "the API's log has the traceback")
+
+
+def _line(e: BaseException) -> str:
+    """The error's first line, at most 200 characters."""
+    lines = str(e).splitlines()
+    return lines[0][:200] if lines else ""
 
 
 async def studies(request: web.Request) -> web.Response:
@@ -127,6 +145,11 @@ async def studies(request: web.Request) -> web.Response:
         try:
             st = await _read(request, "status", name)
         except StudyMissing:
+            continue
+        except (StorageError, optuna.exceptions.StorageInternalError, OSError):
+            raise  # the storage, not this study: answered 503 for the whole list
+        except Exception:  # this study alone cannot be read: list the others
+            log.exception("GET /studies: leaving out study %r, which cannot be read", name)
             continue
         out.append({k: st[k] for k in ("study", "engine", "budget", "counted", "counts",
                                        "live_workers", "front_size", "eta_s",
