@@ -1,4 +1,5 @@
-"""`tuner api [--host 127.0.0.1] [--port N]`: the read-only HTTP API over a storage."""
+"""`tuner api [--host 127.0.0.1] [--port N] [--token-file FILE] [--allow-host NAME]`: the
+read-only HTTP API over a storage."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import errno
 import logging
 from pathlib import Path
 
+from tuner.cli.dashboard import add_allow_host_flag
 from tuner.cli.study import add_storage_flag
 from tuner.errors import UsageError
 from tuner.settings import settings
@@ -25,6 +27,7 @@ def register(subparsers) -> None:
     p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"default {DEFAULT_PORT}")
     p.add_argument("--token-file", metavar="FILE",
                    help="a file holding the bearer token (else $TUNER_API_TOKEN)")
+    add_allow_host_flag(p)
     p.set_defaults(func=_run)
 
 
@@ -50,7 +53,7 @@ def _run(args: argparse.Namespace) -> int:
     token = read_token(args.token_file)
     check_exposure(args.host, token)
     url = resolve_url(args.storage)
-    app = make_app(url, token)
+    app = make_app(url, token, args.allow_host)
     auth = "bearer token required" if token else "no token"
     banner = f"tuner api on http://{args.host}:{args.port} over {mask(url)} (read-only, {auth})"
     try:  # aiohttp prints once it listens: the banner then, never before a failed bind

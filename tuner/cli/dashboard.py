@@ -33,10 +33,16 @@ def register(subparsers) -> None:
                    help="allow a --host that is not loopback (UNSAFE: the dashboard has no "
                         "login, and everyone who reaches the port reads every study; "
                         "docs/deploy.md)")
-    p.add_argument("--allow-host", action="append", default=[], metavar="NAME",
-                   help="also answer requests whose Host header is NAME (the name a browser "
-                        "uses for this box; loopback names are always answered)")
+    add_allow_host_flag(p)
     p.set_defaults(func=_dashboard)
+
+
+def add_allow_host_flag(parser: argparse.ArgumentParser) -> None:
+    """``--allow-host NAME`` (repeatable): the dashboard's and the API's ``Host`` check."""
+    parser.add_argument("--allow-host", action="append", default=[], metavar="NAME",
+                        help="also answer requests whose Host header is NAME (the name a "
+                             "browser or client uses for this box; loopback names are "
+                             "always answered)")
 
 
 def _say(text: str) -> None:

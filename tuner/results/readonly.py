@@ -1,4 +1,5 @@
-"""The dashboard's guard: a WSGI middleware in front of optuna-dashboard's app.
+"""The dashboard's guard: a WSGI middleware in front of optuna-dashboard's app; its
+``Host`` check (``host_check``) is the API's too (``tuner.service.api``).
 
 optuna-dashboard (0.21) has no login and no read-only mode: over HTTP it deletes, renames
 and creates studies, tells trials, rewrites trial user attributes (a queued baseline's
@@ -48,6 +49,25 @@ def host_name(header: str) -> str | None:
     return parts.hostname
 
 
+def host_check(extra_hosts: Collection[str] = ()) -> Callable[[str | None], bool]:
+    """Whether a ``Host`` header (None: none given) names this machine: ``localhost`` or a
+    loopback address, any port, or a name in ``extra_hosts`` (any case)."""
+    allowed = frozenset(h.lower() for h in extra_hosts)
+
+    def names_this_machine(header: str | None) -> bool:
+        name = host_name(header or "")
+        return bool(name) and (is_loopback(name) or name in allowed)
+
+    return names_this_machine
+
+
+def wrong_host(program: str) -> str:
+    """The one line a request gets whose ``Host`` fails ``host_check``."""
+    return (f"{program}: this Host is not this machine's loopback name; open "
+            "http://127.0.0.1:PORT/ (an SSH tunnel for a remote one), or name the host with "
+            "--allow-host NAME")
+
+
 def _refuse(start_response: Callable[..., Any], status: str, text: str,
             extra: tuple[tuple[str, str], ...] = ()) -> list[bytes]:
     body = (text + "\n").encode()
@@ -58,14 +78,11 @@ def _refuse(start_response: Callable[..., Any], status: str, text: str,
 
 def read_only(app: WSGIApp, extra_hosts: Collection[str] = ()) -> WSGIApp:
     """``app`` behind the method and ``Host`` checks (module docstring)."""
-    allowed = {h.lower() for h in extra_hosts}
+    names_this_machine = host_check(extra_hosts)
 
     def guarded(environ: dict[str, Any], start_response: Callable[..., Any]):
-        name = host_name(environ.get("HTTP_HOST", ""))
-        if not name or not (is_loopback(name) or name in allowed):
-            return _refuse(start_response, "403 Forbidden",
-                           "tuner dashboard: this Host is not this machine's loopback "
-                           "name; open http://127.0.0.1:PORT/ (an SSH tunnel for a remote one)")
+        if not names_this_machine(environ.get("HTTP_HOST")):
+            return _refuse(start_response, "403 Forbidden", wrong_host("tuner dashboard"))
         if environ.get("REQUEST_METHOD", "GET").upper() not in READ_METHODS:
             return _refuse(start_response, "405 Method Not Allowed",
                            "tuner dashboard is read-only: notes, trials and studies are "

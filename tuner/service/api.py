@@ -10,13 +10,16 @@
                                      rate (requests/s; a capacity study only)
 
 Errors are JSON ``{"error": "..."}``: 400 for a bad query (a ``rate`` on a study that
-measures no load ladder included), 401 without the right bearer
-token (when one is configured), 404 for an unknown study or route, 422 when no trial
-meets the limits (with ``output``: what `tuner best` prints for the closest trial), 503
-when the storage cannot be read, and 500 with one line for anything else (the traceback
-goes to the API's log); ``GET /studies`` leaves out, and logs, a study it cannot read, so
-one bad study never hides the others. A trial whose stored record does not read back is
-left out of every answer (``tuner.trials.queries.readable``), with a warning in the log. Every database read runs in a thread
+measures no load ladder included), 401 without the right bearer token (when one is
+configured), 403 for a ``Host`` header that does not name this machine (the dashboard's
+check, ``tuner.results.readonly.host_check``: a web page on a name that its DNS points at
+127.0.0.1, DNS rebinding, reads nothing), 404 for an unknown study or route, 422 when no
+trial meets the limits (with ``output``: what `tuner best` prints for the closest trial),
+503 when the storage cannot be read, and 500 with one line for anything else (the
+traceback goes to the API's log); ``GET /studies`` leaves out, and logs, a study it cannot
+read, so one bad study never hides the others. A trial whose stored record does not read
+back is left out of every answer (``tuner.trials.queries.readable``), with a warning in
+the log. Every database read runs in a thread
 (``asyncio.to_thread``), so the event loop keeps answering while it waits.
 """
 
@@ -26,6 +29,7 @@ import asyncio
 import hmac
 import logging
 import time
+from collections.abc import Collection
 from typing import Any
 
 import optuna
@@ -35,7 +39,7 @@ from tuner.errors import StorageError, UsageError
 from tuner.results import summarise
 from tuner.results.answer import answer, rate_of
 from tuner.results.lossy import accuracy_doc, accurate
-from tuner.results.readonly import is_loopback
+from tuner.results.readonly import host_check, is_loopback, wrong_host
 from tuner.service import status
 from tuner.space import build_space
 from tuner.storage import open_storage
@@ -49,6 +53,7 @@ log = logging.getLogger(__name__)
 
 READER = web.AppKey("reader", object)
 TOKEN = web.AppKey("token", object)
+HOST_OK = web.AppKey("host_ok", object)
 
 
 class StudyMissing(Exception):
@@ -108,6 +113,8 @@ async def _read(request: web.Request, method: str, *args: Any):
 
 @web.middleware
 async def _guard(request: web.Request, handler):
+    if not request.app[HOST_OK](request.headers.get("Host")):
+        return _error(403, wrong_host("tuner api"))
     token = request.app[TOKEN]
     if token:
         given = request.headers.get("Authorization", "")
@@ -215,10 +222,14 @@ async def best(request: web.Request) -> web.Response:
     return web.Response(text=said.text, content_type="text/plain")
 
 
-def make_app(storage_url: str, token: str | None = None) -> web.Application:
+def make_app(storage_url: str, token: str | None = None,
+             extra_hosts: Collection[str] = ()) -> web.Application:
+    """The API over ``storage_url``; requests need ``token`` (when given) and a ``Host``
+    that is a loopback name or one of ``extra_hosts``."""
     app = web.Application(middlewares=[_guard])
     app[READER] = Reader(storage_url)
     app[TOKEN] = token or None
+    app[HOST_OK] = host_check(extra_hosts)
     app.router.add_get("/studies", studies)
     app.router.add_get("/studies/{name}", study)
     app.router.add_get("/studies/{name}/pareto", pareto)

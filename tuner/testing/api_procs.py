@@ -8,14 +8,15 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 
 from tuner.testing.popen import stopped
 
 
 @contextlib.contextmanager
 def api_process(url: str, log, token: str | None = None, timeout_s: float = 90.0,
-                stop_s: float = 60.0):
-    """`tuner api --storage URL` on a free loopback port; yields its base URL once it
+                stop_s: float = 60.0, args: Sequence[str] = ()):
+    """`tuner api --storage URL [ARGS]` on a free loopback port; yields its base URL once it
     accepts connections. On exit it is sent SIGTERM and must end within ``stop_s`` (it is
     killed, and the test fails, when it does not). The bound is wide, for a loaded host;
     a hang still fails."""
@@ -27,7 +28,7 @@ def api_process(url: str, log, token: str | None = None, timeout_s: float = 90.0
         env["TUNER_API_TOKEN"] = token
     with open(log, "wb") as out:
         proc = subprocess.Popen([sys.executable, "-m", "tuner", "api", "--storage", url,
-                                 "--port", str(port)], stdout=out, stderr=out, env=env)
+                                 "--port", str(port), *args], stdout=out, stderr=out, env=env)
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + timeout_s
