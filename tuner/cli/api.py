@@ -46,7 +46,7 @@ def read_token(path: str | None) -> str | None:
 def _run(args: argparse.Namespace) -> int:
     from aiohttp import web
 
-    from tuner.service.api import check_exposure, make_app
+    from tuner.service.api import IDLE_TIMEOUT_S, check_exposure, make_app
 
     if not 0 < args.port < 65536:
         raise UsageError(f"--port {args.port}: give a port between 1 and 65535")
@@ -58,7 +58,7 @@ def _run(args: argparse.Namespace) -> int:
     banner = f"tuner api on http://{args.host}:{args.port} over {mask(url)} (read-only, {auth})"
     try:  # aiohttp prints once it listens: the banner then, never before a failed bind
         web.run_app(app, host=args.host, port=args.port, access_log=None,
-                    print=lambda _: log.info(banner))
+                    keepalive_timeout=IDLE_TIMEOUT_S, print=lambda _: log.info(banner))
     except OSError as e:
         why = "is in use" if e.errno == errno.EADDRINUSE else f"cannot be used ({e.strerror})"
         raise UsageError(f"port {args.port} on {args.host} {why}; choose another --port") \

@@ -20,7 +20,8 @@ traceback goes to the API's log); ``GET /studies`` leaves out, and logs, a study
 read, so one bad study never hides the others. A trial whose stored record does not read
 back is left out of every answer (``tuner.trials.queries.readable``), with a warning in
 the log. Every database read runs in a thread
-(``asyncio.to_thread``), so the event loop keeps answering while it waits.
+(``asyncio.to_thread``), so the event loop keeps answering while it waits. A connection
+that sends no whole request within ``IDLE_TIMEOUT_S`` is closed (slowloris).
 """
 
 from __future__ import annotations
@@ -50,6 +51,12 @@ from tuner.storage.studies import SPEC, stored_engine
 from tuner.trials import load_records
 
 log = logging.getLogger(__name__)
+
+# A connection that has not sent a whole request head within this many seconds of opening,
+# or of its last answer, is closed: aiohttp's keep-alive timer (web.run_app's
+# keepalive_timeout), which runs before the first request too since aiohttp 3.14.5. A
+# request's unread body is drained for aiohttp's lingering_time at most, then dropped.
+IDLE_TIMEOUT_S = 15.0
 
 READER = web.AppKey("reader", object)
 TOKEN = web.AppKey("token", object)
