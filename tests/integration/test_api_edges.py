@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import os
 import socket
 import time
 from urllib.parse import urlsplit
@@ -19,6 +20,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from tuner.testing.api_procs import api_process
+from tuner.testing.cli_fork import run_tuner
 from tuner.testing.studies import make_study
 
 pytestmark = pytest.mark.integration
@@ -101,3 +103,25 @@ def test_the_api_closes_connections_that_never_finish_a_request(tmp_path):
         assert set(closed) == {"silent", "trickle"}, \
             f"open after {CLOSED_WITHIN_S:.0f} s: closed only {closed}"
         assert status == 200
+
+
+@pytest.mark.parametrize("given", ["token-file", "environment"])
+def test_a_short_token_is_refused_on_one_line(tmp_path, given):
+    url = f"sqlite:///{tmp_path}/t.db"
+    make_study(url, "mixed", n=3)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {k: v for k, v in os.environ.items() if k != "TUNER_API_TOKEN"}
+    args = ["api", "--storage", url, "--port", port]
+    if given == "token-file":
+        (tmp_path / "token").write_text("x\n")
+        args += ["--token-file", tmp_path / "token"]
+    else:
+        env["TUNER_API_TOKEN"] = "x"
+    # before, this served (with a token of one character) until the timeout
+    out = run_tuner(args, env=env, timeout=60)
+    lines = out.stderr.strip().splitlines()
+    assert out.returncode == 2 and len(lines) == 1, out.stderr
+    assert lines[0].startswith("tuner: error: ") and "16" in lines[0], lines
+    assert ("--token-file" if given == "token-file" else "TUNER_API_TOKEN") in lines[0]

@@ -17,6 +17,7 @@ from tuner.storage import mask, resolve_url
 log = logging.getLogger(__name__)
 
 DEFAULT_PORT = 8470
+MIN_TOKEN_CHARS = 16  # a shared secret: one guessed in a few tries guards nothing
 
 
 def register(subparsers) -> None:
@@ -32,6 +33,8 @@ def register(subparsers) -> None:
 
 
 def read_token(path: str | None) -> str | None:
+    """The bearer token from ``path`` (else ``TUNER_API_TOKEN``), or None; UsageError for a
+    file that cannot be read, is empty, or a token shorter than ``MIN_TOKEN_CHARS``."""
     if path:
         try:
             token = Path(path).read_text().strip()
@@ -39,8 +42,17 @@ def read_token(path: str | None) -> str | None:
             raise UsageError(f"cannot read the token file {path}: {e.strerror}") from e
         if not token:
             raise UsageError(f"the token file {path} is empty")
-        return token
-    return settings().api_token
+        return _long_enough(token, f"--token-file {path}")
+    token = settings().api_token
+    return None if token is None else _long_enough(token, "TUNER_API_TOKEN")
+
+
+def _long_enough(token: str, source: str) -> str:
+    if len(token) < MIN_TOKEN_CHARS:
+        n = len(token)
+        raise UsageError(f"{source}: the token is {n} character{'s' * (n != 1)} long; give one "
+                         f"of at least {MIN_TOKEN_CHARS} (e.g. `openssl rand -hex 32`'s output)")
+    return token
 
 
 def _run(args: argparse.Namespace) -> int:
