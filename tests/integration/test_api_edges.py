@@ -21,7 +21,7 @@ import pytest
 
 from tuner.testing.api_procs import api_process
 from tuner.testing.cli_fork import run_tuner
-from tuner.testing.studies import make_study
+from tuner.testing.studies import dashboard_process, make_study
 
 pytestmark = pytest.mark.integration
 
@@ -125,3 +125,17 @@ def test_a_short_token_is_refused_on_one_line(tmp_path, given):
     assert out.returncode == 2 and len(lines) == 1, out.stderr
     assert lines[0].startswith("tuner: error: ") and "16" in lines[0], lines
     assert ("--token-file" if given == "token-file" else "TUNER_API_TOKEN") in lines[0]
+
+
+def test_the_dashboard_serves_files_to_a_request_without_accept_encoding(tmp_path):
+    url = f"sqlite:///{tmp_path}/t.db"
+    make_study(url, "mixed", n=3)
+    with dashboard_process(url, tmp_path / "dash.log") as base:
+        host = {"Host": urlsplit(base).netloc}
+        for path in ("/favicon.ico", "/static/bundle.js"):
+            status, headers, body = raw_get(base, path, host)
+            assert status == 200 and body, (path, status, body[:200])
+            assert "content-encoding" not in headers, path  # asked for none: none given
+            status, headers, _ = raw_get(base, path, {**host, "Accept-Encoding": "gzip"})
+            assert status == 200, path
+        assert headers.get("content-encoding") == "gzip"  # the bundle still comes gzipped

@@ -11,7 +11,10 @@ Python API before serving, never over HTTP.
 It also answers ``403`` to a request whose ``Host`` header does not name this machine
 (``localhost`` or a loopback address, any port; or a name in ``extra_hosts``): a web page
 on a name that its DNS points at 127.0.0.1 (DNS rebinding) would otherwise read the
-dashboard from the user's browser as its own origin. Pure: no socket here.
+dashboard from the user's browser as its own origin. optuna-dashboard reads the
+``Accept-Encoding`` of a request for its static files without a default (a ``500`` to one
+that sends none, as scripts and ``curl`` do): the guard gives such a request ``identity``,
+which asks for no compression. Pure: no socket here.
 """
 
 from __future__ import annotations
@@ -88,6 +91,6 @@ def read_only(app: WSGIApp, extra_hosts: Collection[str] = ()) -> WSGIApp:
                            "tuner dashboard is read-only: notes, trials and studies are "
                            "changed with the tuner commands, not here",
                            (("Allow", ", ".join(READ_METHODS)),))
-        return app(environ, start_response)
+        return app({"HTTP_ACCEPT_ENCODING": "identity", **environ}, start_response)
 
     return guarded
