@@ -14,6 +14,8 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
+import select
 import sys
 
 from tuner.errors import StorageError, TunerError
@@ -114,6 +116,31 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser(argv)
     args = parser.parse_args(argv)
     configure_logging(args.log_level)
+    try:
+        code = _call(args)
+        sys.stdout.flush()  # a reader gone shows here, not in the interpreter's shutdown
+    except BrokenPipeError:
+        if not _stdout_gone():
+            raise  # another pipe (a socket, a child's stdin): not ours to hide
+        # The reader of stdout went away (`tuner ... | head -1`). Python's documented
+        # recipe: point stdout at /dev/null, so that the shutdown's flush writes nowhere.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    return code
+
+
+def _stdout_gone() -> bool:
+    """Whether stdout is a pipe whose reader has closed it (poll says POLLERR)."""
+    try:
+        poll = select.poll()
+        poll.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(events & select.POLLERR for _, events in poll.poll(0))
+    except (AttributeError, OSError, ValueError):  # no poll, no file descriptor
+        return False
+
+
+def _call(args: argparse.Namespace) -> int:
+    """The command's exit code; tuner's errors as one line on stderr."""
     try:
         return int(args.func(args) or 0)
     except TunerError as e:
