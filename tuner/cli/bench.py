@@ -20,6 +20,7 @@ from tuner.loadgen import SLO, LoadSpec, WorkloadSpec, fetch_model, run_benchmar
 from tuner.loadgen.priority import NORMAL, PRIORITIES
 from tuner.loadgen.report import format_summary
 from tuner.loadgen.spec import ENDPOINTS, WORKLOAD_KINDS
+from tuner.loadgen.trace import load_trace
 
 log = logging.getLogger(__name__)
 MODEL_TIMEOUT_S = 30.0  # the model lookup's own limit (a shorter --request-timeout wins)
@@ -44,6 +45,9 @@ def register(subparsers) -> None:
     w.add_argument("--turns", type=int, default=4, help="multi-turn: turns [4]")
     w.add_argument("--conversations", type=int, default=32, help="multi-turn: batch size [32]")
     w.add_argument("--dataset", help="sharegpt: path to a ShareGPT-format JSON file")
+    w.add_argument("--trace", metavar="FILE",
+                   help="trace: a Mooncake JSONL or Azure CSV file, replayed in its order, "
+                        "lengths and times (read and checked before a request is sent)")
     w.add_argument("--vocab-size", type=int, default=32000,
                    help="token ids are drawn below this: the model's vocabulary size [32000]")
     w.add_argument("--seed", type=int, default=0)
@@ -51,6 +55,8 @@ def register(subparsers) -> None:
     lo.add_argument("--max-concurrency", type=int, default=256)
     lo.add_argument("--request-rate", type=float, default=math.inf, help="req/s [inf]")
     lo.add_argument("--burstiness", type=float, default=1.0, help="gamma shape; 1 = Poisson")
+    lo.add_argument("--speedup", type=float,
+                    help="trace: replay its arrival times this many times faster [1]")
     lo.add_argument("--num-requests", type=int, default=1000)
     lo.add_argument("--duration", type=float, help="seconds; replaces --num-requests")
     lo.add_argument("--warmup", type=int, default=16, help="uncounted warm-up requests [16]")
@@ -100,14 +106,17 @@ def specs(args: argparse.Namespace) -> tuple[WorkloadSpec, LoadSpec, SLO]:
         raise UsageError(f"--url {args.url!r} must start with http:// or https://")
     if not 0 < args.time_scale <= MAX_TIME_SCALE:
         raise UsageError(f"--time-scale must be > 0 and at most {MAX_TIME_SCALE:g}")
+    trace, digest, speedup = _trace(args)
     workload = WorkloadSpec(
         kind=args.workload, input_len=args.input_len, output_len=args.output_len,
         range_ratio=args.range_ratio, num_prefixes=args.num_prefixes,
         prefix_len=args.prefix_len, turns=args.turns, dataset=args.dataset,
-        vocab_size=args.vocab_size, seed=args.seed, conversations=args.conversations)
+        vocab_size=args.vocab_size, seed=args.seed, conversations=args.conversations,
+        trace=trace, trace_sha256=digest)
     load = LoadSpec(
         max_concurrency=args.max_concurrency, request_rate=args.request_rate,
-        burstiness=args.burstiness, num_requests=args.num_requests, duration_s=args.duration,
+        burstiness=args.burstiness, speedup=speedup, num_requests=args.num_requests,
+        duration_s=args.duration,
         warmup_requests=args.warmup, endpoint=args.endpoint,
         client_processes=args.client_processes, http_client=args.http_client,
         request_timeout_s=_request_timeout_s(args.request_timeout),
@@ -120,6 +129,23 @@ def specs(args: argparse.Namespace) -> tuple[WorkloadSpec, LoadSpec, SLO]:
     slo = SLO(ttft_p99_ms=args.slo_ttft_ms, itl_p99_ms=args.slo_itl_ms,
               tpot_ms=args.slo_tpot_ms, e2el_ms=args.slo_e2el_ms)
     return workload, load, slo
+
+
+def _trace(args: argparse.Namespace) -> tuple[str | None, str | None, float | None]:
+    """``--trace FILE`` resolved, its sha256 and the replay's speed-up (None, None, None for
+    another workload). The file is read here, as `tuner study create` reads a study's
+    trace (a FIFO, a device, a huge or malformed file is one line, exit 2, before a request
+    is sent), and the read at bench time refuses a file whose digest has changed since."""
+    if args.workload != "trace":
+        if args.trace or args.speedup is not None:
+            raise UsageError(f"--{'trace' if args.trace else 'speedup'} replays a trace: add "
+                             "--workload trace")
+        return None, None, None
+    if not args.trace:
+        raise UsageError("--workload trace needs --trace FILE (a Mooncake JSONL or Azure CSV "
+                         "file)")
+    path = Path(args.trace).resolve()
+    return str(path), load_trace(path).sha256, 1.0 if args.speedup is None else args.speedup
 
 
 def _request_timeout_s(text: str) -> float:
