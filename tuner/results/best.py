@@ -11,15 +11,21 @@ its lossy flags change the outputs too much, or could not check them) never wins
 counts as violating that limit by the constraint's value. ``lossless_first`` (a study that
 did not opt in to a lossy flag) picks among lossless configurations when one meets the
 limits.
+
+Only records whose stored flags pass the check a worker makes of a stored launch
+(``launchable``: every name a catalogue flag, every value one vLLM accepts, no lossy value
+the study did not opt in to) are picked from: a record rewritten in the database is never
+printed as a ready `vllm serve` line.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
 from tuner.numerics import lossy_flags
+from tuner.space.check import launch_problem
 from tuner.trials import TrialRecord
 from tuner.trials.pareto import Goal, unique_configs, vector
 from tuner.trials.record import ACCURACY
@@ -39,6 +45,21 @@ class Pick:
     direction: str
     closest: TrialRecord | None = None
     excess: Mapping[str, float] = field(default_factory=dict)  # closest's violated limits
+
+
+def launchable(records: Sequence[TrialRecord], opted_in: Collection[str]
+               ) -> tuple[tuple[TrialRecord, ...], tuple[tuple[TrialRecord, str], ...]]:
+    """``records`` split into those whose stored flags could be launched
+    (``launch_problem``, with the study's lossy opt-ins ``opted_in``) and the others, each
+    with the one line of why."""
+    kept, refused = [], []
+    for r in records:
+        problem = launch_problem(r.flags, opted_in)
+        if problem is None:
+            kept.append(r)
+        else:
+            refused.append((r, problem))
+    return tuple(kept), tuple(refused)
 
 
 def user_limits(max_itl_p99: float | None = None,

@@ -1,17 +1,20 @@
 """A study's results in one frozen object: front, baseline, gains, effects, environment.
 
-``summarise`` is pure over the stored spec, the space and the records; the commands,
-the report and the dashboard render the same object.
+``summarise`` is pure over the stored spec, the space and the records (but for one
+warning per record it skips); the commands, the API, the report and the dashboard render
+the same object.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from tuner.results.best import launchable
 from tuner.results.effects import FlagEffect, flag_effects
 from tuner.results.flagdiff import changed_flags
 from tuner.results.gains import gains, within_noise
@@ -21,6 +24,8 @@ from tuner.trials import (TrialRecord, default_baseline, describe_counts, histor
                           pareto_front, reference_point)
 from tuner.trials.pareto import repeats
 from tuner.trials.reference import study_rule
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -97,7 +102,13 @@ def environment(spec: StudySpec, space: SearchSpace,
 
 
 def summarise(spec: StudySpec, space: SearchSpace, records: Sequence[TrialRecord]) -> Summary:
-    records = tuple(records)
+    """The study's results from the records whose stored flags could be launched
+    (``launchable``); each other record is skipped with one warning naming the trial, so
+    that no answer (best, capacity, front, report, note) shows its flags."""
+    records, refused = launchable(records, space.lossy)
+    for r, why in refused:
+        log.warning("tuner: warning: trial %d skipped: its stored flags are not a "
+                    "configuration vLLM accepts (%s)", r.number, why)
     goals = spec.objectives
     default = default_baseline(records)
     ref, ref_label = reference_point(default, goals, study_rule(spec))
