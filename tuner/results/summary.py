@@ -1,13 +1,12 @@
 """A study's results in one frozen object: front, baseline, gains, effects, environment.
 
 ``summarise`` is pure over the stored spec, the space and the records (but for one
-warning per record it skips); the commands, the API, the report and the dashboard render
+warning per record it skips: ``tuner.trials.queries.skipped``); the commands, the API, the report and the dashboard render
 the same object.
 """
 
 from __future__ import annotations
 
-import logging
 import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -23,9 +22,8 @@ from tuner.spec.study import StudySpec
 from tuner.trials import (TrialRecord, default_baseline, describe_counts, history,
                           pareto_front, reference_point)
 from tuner.trials.pareto import repeats
+from tuner.trials.queries import skipped
 from tuner.trials.reference import study_rule
-
-log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -107,8 +105,8 @@ def summarise(spec: StudySpec, space: SearchSpace, records: Sequence[TrialRecord
     that no answer (best, capacity, front, report, note) shows its flags."""
     records, refused = launchable(records, space.lossy)
     for r, why in refused:
-        log.warning("tuner: warning: trial %d skipped: its stored flags are not a "
-                    "configuration vLLM accepts (%s)", r.number, why)
+        skipped(r.trial_id, r.number, spec.name,
+                f"its stored flags are not a configuration vLLM accepts ({why})")
     goals = spec.objectives
     default = default_baseline(records)
     ref, ref_label = reference_point(default, goals, study_rule(spec))

@@ -56,13 +56,19 @@ def readable(t: FrozenTrial, study: str | None = None) -> TrialRecord | None:
     try:
         return from_frozen(t)
     except BadRecordError as e:
-        key = (optuna_adapter.frozen_trial_id(t), t.number)
-        if key not in _warned:
-            _warned.add(key)
-            of = f" of study {study!r}" if study else ""
-            log.warning("skipping trial %d%s: its stored record is not one a tuner writes "
-                        "(%s)", t.number, of, e)
+        skipped(optuna_adapter.frozen_trial_id(t), t.number, study,
+                f"its stored record is not one a tuner writes ({e})")
         return None
+
+
+def skipped(trial_id: int | None, number: int, study: str | None, why: str) -> None:
+    """Warn that a reader leaves trial ``number`` (of ``study``) out, and ``why``: once per
+    trial and process, whichever reader skips it."""
+    key = (trial_id, number)
+    if key not in _warned:
+        _warned.add(key)
+        of = f" of study {study!r}" if study else ""
+        log.warning("skipping trial %d%s: %s", number, of, why)
 
 
 def read_records(trials: Iterable[FrozenTrial],
