@@ -1,8 +1,8 @@
 """A study's results in one frozen object: front, baseline, gains, effects, environment.
 
 ``summarise`` is pure over the stored spec, the space and the records (but for one
-warning per record it skips: ``tuner.trials.queries.skipped``); the commands, the API, the report and the dashboard render
-the same object.
+warning per record it skips: ``tuner.trials.queries.skipped``); the commands, the API,
+the report and the dashboard render the same object.
 """
 
 from __future__ import annotations
