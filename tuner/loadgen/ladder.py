@@ -40,10 +40,9 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from scipy.optimize import isotonic_regression
-
 from tuner.errors import UsageError
 from tuner.slo import Capacity, Point, capacity
+from tuner.slo.dist import isotonic
 from tuner.slo.fit import pooled
 
 
@@ -119,7 +118,7 @@ def bracket(points: Sequence[Point]) -> tuple[float | None, float | None]:
     ps = pooled(points)
     if not ps:
         return None, None
-    fit = isotonic_regression([p.value for p in ps], increasing=True).x
+    fit = isotonic([p.value for p in ps])
     above = [p.rate for p, g in zip(ps, fit) if g > 1.0]
     hi = above[0] if above else None
     below = [p.rate for p, g in zip(ps, fit) if g <= 1.0 and (hi is None or p.rate < hi)]

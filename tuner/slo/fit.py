@@ -35,8 +35,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import isotonic_regression
 
+from tuner.slo.dist import isotonic
 from tuner.slo.verdict import Verdict
 
 BIG = 1e9  # an unbounded margin, as the fit's arithmetic takes it
@@ -142,7 +142,7 @@ def capacity(points: Sequence[Point]) -> Capacity | None:
     if not ps:
         return None
     rates = np.array([p.rate for p in ps])
-    fits = [isotonic_regression([getattr(p, key) for p in ps], increasing=True).x
+    fits = [isotonic([getattr(p, key) for p in ps])
             for key in ("value", "upper", "lower")]
     top = float(rates[-1])
     point, lower, upper = (crossing(rates, f) for f in fits)

@@ -28,7 +28,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
+
+from tuner.slo.dist import binom_ppf, chi2_ppf
 
 CONFIDENCE = 0.95
 TAIL_FROM = 90.0   # the threshold of the tail model: the sample's 90th percentile
@@ -89,8 +90,8 @@ def percentile_estimate(in_time_order: Sequence[float], q: float = 99.0,
     ordered = np.sort(x)
     alpha, p = 1.0 - confidence, q / 100.0
     m = int(effective_size(x, value))
-    r = int(stats.binom.ppf(alpha / 2, m, p))
-    s = int(stats.binom.ppf(1 - alpha / 2, m, p)) + 1
+    r = int(binom_ppf(alpha / 2, m, p))
+    s = int(binom_ppf(1 - alpha / 2, m, p)) + 1
     lo_rank, hi_rank = math.floor(r * x.size / m), math.ceil(s * x.size / m)
     if lo_rank >= 1 and hi_rank <= x.size:
         return Estimate(value, float(ordered[lo_rank - 1]), float(ordered[hi_rank - 1]),
@@ -107,8 +108,8 @@ def _tail(x: np.ndarray, value: float, q: float, confidence: float) -> Estimate:
     k = effective_size(x, u) * excess.size / x.size  # exceedances worth independent ones
     beta = float(excess.mean())
     alpha = 1.0 - confidence
-    lo_beta = 2 * k * beta / stats.chi2.ppf(1 - alpha / 2, 2 * k)
-    hi_beta = 2 * k * beta / stats.chi2.ppf(alpha / 2, 2 * k)
+    lo_beta = 2 * k * beta / chi2_ppf(1 - alpha / 2, 2 * k)
+    hi_beta = 2 * k * beta / chi2_ppf(alpha / 2, 2 * k)
     share = (100.0 - q) / (100.0 - TAIL_FROM)  # P(X > x_q | X > u)
     scale = -math.log(share)
     return Estimate(value, float(min(value, u + lo_beta * scale)),
