@@ -168,3 +168,20 @@ def test_the_interval_holds_its_point_and_never_leaves_the_measured_range(spec):
     at_top = [v for r, v, *_ in spec if r == top]
     if sum(at_top) / len(at_top) > 1.0:  # the fit ends at least at the top level's margin
         assert not cap.censored
+
+
+def test_a_level_whose_requests_failed_bounds_the_capacity_but_not_to_a_point():
+    """Failed requests miss by an unknown amount: the capacity is the level below, and
+    its interval's upper end reaches towards the failed level, never collapses onto the
+    level below (the fit knows only that the failed level missed)."""
+    from tuner.trials.curve import Curve, Level
+    slo = {"p99_itl_ms": 50.0, "p99_ttft_ms": 1000.0}
+    good = dict(p99_itl_ms=20.0, p99_ttft_ms=200.0, requests=100, failed=0,
+                estimates={"p99_itl_ms": {"lower": 18.0, "upper": 22.0},
+                           "p99_ttft_ms": {"lower": 180.0, "upper": 220.0}})
+    curve = Curve(levels=(Level(offered_rps=1.0, **good), Level(offered_rps=2.0, **good),
+                          Level(offered_rps=4.0, p99_itl_ms=20.0, p99_ttft_ms=200.0,
+                                requests=100, failed=7)), slo=slo)
+    est = curve.estimate()
+    assert est.point == 2.0 and est.lower <= 2.0
+    assert 2.0 < est.upper <= 4.0

@@ -96,7 +96,8 @@ class Point:
             # figures only bound the whole run's from below, so they bound the capacity
             # from above (the lower end) and say nothing of the point
             past = math.nextafter(1.0, math.inf)
-            value, lower, upper, exact = math.inf, max(lower, past), math.inf, False
+            lower = max(max((m.lower for m in ms), default=0.0), past)
+            value, upper, exact = math.inf, math.inf, False
         return cls(rate, value, lower, upper, exact)
 
 

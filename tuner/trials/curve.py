@@ -131,9 +131,11 @@ class Level(Part):
         return self.offered_rps is not None and self.invalid_reason is None
 
     def point(self, slo: Slo) -> Point:
-        """This level as the capacity fit takes it: failed requests miss every limit."""
+        """This level as the capacity fit takes it. One whose requests failed (or that
+        completed none) misses by an unknown amount, as one stopped on a certain miss
+        does (``tuner.slo.Point.of``)."""
         if self.failed or self.requests == 0:
-            return Point(self.offered_rps, math.inf, math.inf, math.inf)
+            return Point.of(self.offered_rps, Verdict(()), stopped_early=True)
         return Point.of(self.offered_rps, self.verdict(slo), bool(self.stopped_early))
 
     @property
