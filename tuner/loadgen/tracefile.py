@@ -73,8 +73,9 @@ def _text(line: bytes, number: int, name: str) -> str:
 
 
 def trace_lines(path: str | Path) -> TraceLines:
-    """The trace file at ``path``, opened (a context manager that closes it); ``TraceError`` for a path that is missing, not a
-    regular file or larger than ``MAX_TRACE_BYTES``. Never blocks on a FIFO or device."""
+    """The trace file at ``path``, opened (a context manager that closes it); ``TraceError``
+    for a path that is missing, not a regular file or larger than ``MAX_TRACE_BYTES``.
+    Never blocks on a FIFO or device."""
     name = str(path)
     _check(_stat(name, os.stat, name), name)
     try:
