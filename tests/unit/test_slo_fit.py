@@ -185,3 +185,15 @@ def test_a_level_whose_requests_failed_bounds_the_capacity_but_not_to_a_point():
     est = curve.estimate()
     assert est.point == 2.0 and est.lower <= 2.0
     assert 2.0 < est.upper <= 4.0
+
+
+def test_a_repeat_that_missed_for_certain_makes_its_rate_a_miss_not_a_point():
+    """A rate measured twice, once held (with a wide interval) and once stopped on a
+    certain miss: the rate misses, the capacity lies at or above the level below, and
+    its interval keeps a width (it collapsed to a point when the two were averaged)."""
+    held = Point(1.0, 0.9, 0.85, 0.95)
+    shaky = Point(2.0, 0.95, 0.93, 2.6)
+    missed = Point(2.0, math.inf, 1.3, math.inf)
+    est = capacity([held, shaky, missed])
+    assert est.point == 1.0 and est.lower == 1.0
+    assert 1.0 < est.upper < 2.0

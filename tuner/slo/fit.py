@@ -7,7 +7,9 @@ grow with the offered rate in steady state, so the margins are fitted non-decrea
 the rate (isotonic regression, as vLLM's removed ``serve_sla.py`` fitted its margins),
 once for the points, once for the intervals' lower ends and once for their upper ends.
 Levels measured at the same rate are pooled first: the mean of their margins, their
-intervals' half-widths shrunk by the square root of their number.
+intervals' half-widths shrunk by the square root of their number; where one of them
+missed by an unknown amount (it failed requests or stopped on a certain miss), the rate
+misses so, its lower end the largest of theirs.
 
 The **capacity** is where the fitted points cross 1, interpolated linearly between the
 two levels around the crossing. Its interval runs from where the fitted upper ends cross
@@ -109,6 +111,10 @@ def pooled(points: Sequence[Point]) -> list[Point]:
     out = []
     for rate in sorted(by_rate):
         ps = by_rate[rate]
+        if any(p.value >= BIG for p in ps):  # one run certainly missed: the rate misses,
+            # by an unknown amount, and each run's lower end bounds its margin
+            out.append(Point(rate, math.inf, max(p.lower for p in ps), math.inf))
+            continue
         v = float(np.mean([_cap(p.value) for p in ps]))
         k = math.sqrt(len(ps))
         lo = v - float(np.mean([_cap(p.value) - _cap(p.lower) for p in ps])) / k
