@@ -109,6 +109,10 @@ DEFAULT_OBJECTIVES = (Objective(metric="output_throughput", direction="maximize"
                       Objective(metric="p99_itl_ms", direction="minimize"))
 
 
+# The least limits a study file may set (ms): smaller ones are seconds written in a _ms key.
+MIN_SLO_MS, MIN_TTFT_MS = 1.0, 10.0
+
+
 class SLOSection(_Section):
     """Service-level objectives, told to the sampler as constraints (<= limit), and
     floors (``min_*``)."""
@@ -124,6 +128,18 @@ class SLOSection(_Section):
     # below it add no hypervolume; tuner/trials/reference.py). Without it: half the
     # default's throughput. Not told to the sampler as a constraint.
     min_output_throughput: float | None = Field(None, gt=0, le=MAX_THROUGHPUT)
+
+    @field_validator("p99_itl_ms", "p99_ttft_ms", "p99_tpot_ms", "p99_e2el_ms")
+    @classmethod
+    def _in_milliseconds(cls, v: float | None, info: ValidationInfo) -> float | None:
+        # Seen: p99_itl_ms = 0.04 (seconds in a _ms key) was accepted, and every trial
+        # missed it. No token comes within 1 ms, no first token within 10 ms.
+        least = MIN_TTFT_MS if info.field_name == "p99_ttft_ms" else MIN_SLO_MS
+        if v is not None and v < least:
+            raise ValueError(f"{info.field_name} = {v:g}: the limit is in milliseconds, and "
+                             f"under {least:g} ms no server meets it; if you meant {v:g} s, "
+                             f"write {v * 1000:g}")
+        return v
 
     def limits(self) -> dict[str, float]:
         """Upper limits by metric (constraints: value <= limit)."""
