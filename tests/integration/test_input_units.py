@@ -1,5 +1,6 @@
 """Seen in issue 63 (item 5): ``p99_itl_ms = 0.04`` (seconds written into a _ms key) was
-accepted and every trial missed it. Each is a real `tuner study create`: exit 2, one line naming the key
+accepted and every trial missed it; a wrong model path was reported under
+``model.context_len``. Each is a real `tuner study create`: exit 2, one line naming the key
 and what to write, and no study created."""
 
 from __future__ import annotations
@@ -48,3 +49,13 @@ def test_the_least_limits_are_accepted(study_file, tmp_path):
     text = BASE.format(model="models/llama3-8b") + "[slo]\np99_itl_ms = 1\np99_ttft_ms = 10\n"
     code, lines, _ = _create(study_file, tmp_path, text)
     assert code == 0, lines
+
+
+@pytest.mark.parametrize("where,what", [("nowhere", "no model folder"),
+                                        ("empty", "has no config.json")])
+def test_a_missing_model_folder_is_reported_as_model_path(where, what, study_file, tmp_path):
+    (tmp_path / "empty").mkdir()
+    code, lines, _ = _create(study_file, tmp_path, BASE.format(model=where))
+    assert code == 2 and len(lines) == 1, lines
+    assert "key 'model.path'" in lines[0] and what in lines[0], lines[0]
+    assert str(tmp_path / where) in lines[0] and "context_len" in lines[0], lines[0]

@@ -22,7 +22,7 @@ BAD = [
     ('[model]\npath = "models/llama3-8b"\n[space]\nrules = "old"\n', "space.rules"),
     ('[model]\npath = "models/llama3-8b"\n[[objectives]]\nmetric = "speed"\n'
      'direction = "maximize"\n', "objectives.0.metric"),
-    ('[model]\npath = "nowhere"\n', "model.context_len"),
+    ('[model]\npath = "nowhere"\n', "model.path"),
     ('[model\n', "not valid TOML"),
 ]
 

@@ -96,9 +96,12 @@ def _with_model_facts(spec: StudySpec, path: Path) -> StudySpec:
             update[field] = int(cfg[key])
     model = model.model_copy(update=update)
     if model.context_len is None:
+        # The folder is what is wrong (a typo in model.path, most often), not the context.
+        what = (f"{folder} has no config.json" if folder.is_dir()
+                else f"no model folder {folder}")
         raise StudyFileError(
-            f"{path}: key 'model.context_len': no config.json in {folder}; "
-            "put the model folder there or give model.context_len")
+            f"{path}: key 'model.path': {what}; put the model folder there, or give "
+            "model.context_len for a folder on the workers' hosts only")
     return spec.model_copy(update={"model": model})
 
 
