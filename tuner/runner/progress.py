@@ -10,6 +10,10 @@ import sys
 import time
 from typing import TextIO
 
+from tuner.trials import record
+from tuner.trials.parts import Failure
+from tuner.trials.record import TrialRecord
+
 
 class Progress:
     """Writes to stderr; rewrites the line in place on a terminal, one line per phase elsewhere."""
@@ -55,3 +59,15 @@ class Progress:
             self.stream.write("\r\033[K")
         self.stream.write(text + "\n")
         self.stream.flush()
+
+
+def told_summary(told: TrialRecord) -> str:
+    """What a finished trial's line says of it: its figures, or its failure's kind and its
+    whole message on one line. Seen: a message cut at 120 characters ended its advice
+    mid-word ("... at 24% client CPU (use less l"), and the advice is the part to act on."""
+    m = told.metrics
+    if told.outcome in (record.MEASURED, record.DUPLICATE) and m:
+        return (f"{m.get('output_throughput', 0):,.0f} tok/s, p99 ITL "
+                f"{m.get('p99_itl_ms', 0):,.1f} ms")
+    failure = told.failure or Failure()
+    return f"{failure.kind or ''}: {' '.join(str(failure.message or '').split())}"

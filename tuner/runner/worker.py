@@ -33,7 +33,7 @@ from tuner.runner.guard import Guard
 from tuner.runner.interrupts import deferred_interrupts
 from tuner.runner import trial as trials_run
 from tuner.runner.measure import Slot
-from tuner.runner.progress import Progress
+from tuner.runner.progress import Progress, told_summary
 from tuner.runner.proposal import Proposal, propose
 from tuner.storage.registry import STOP, Registration, stop_requested
 from tuner.runner.tell import tell
@@ -329,7 +329,7 @@ class Worker:
         outcome = told.outcome
         self.invalid_run = self.invalid_run + 1 if queries.measured_the_client(told) else 0
         self.summary.add(outcome)
-        self.progress.end(outcome, _short(told), self._db(lambda: best_line(self.opened)))
+        self.progress.end(outcome, told_summary(told), self._db(lambda: best_line(self.opened)))
         if held or told.interrupted:
             raise KeyboardInterrupt  # delivered now that the measurement is recorded
         return outcome
@@ -409,12 +409,3 @@ class Worker:
         except Exception as e:  # the storage may be gone; the heartbeat closes the trial
             log.warning("tuner: could not record the failed trial: %s", e)
         self.progress.say(f"trial {trial.number} recorded as failed")
-
-
-def _short(told: TrialRecord) -> str:
-    m = told.metrics
-    if told.outcome in (record.MEASURED, record.DUPLICATE) and m:
-        return (f"{m.get('output_throughput', 0):,.0f} tok/s, p99 ITL "
-                f"{m.get('p99_itl_ms', 0):,.1f} ms")
-    failure = told.failure or Failure()
-    return f"{failure.kind or ''}: {str(failure.message or '')[:120]}"
