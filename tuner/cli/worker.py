@@ -24,7 +24,9 @@ def register(subparsers) -> None:
     p.add_argument("study", metavar="STUDY", help="the stored study's name")
     add_storage_flag(p)
     p.add_argument("--gpus", default="0", help="GPU ids this worker owns, e.g. 0 or 0,1")
-    p.add_argument("--n-trials", type=int, help="stop after this many trials of this worker")
+    p.add_argument("--n-trials", type=int,
+                   help="stop once this worker has spent this many trials of the study's "
+                        "budget (counted as the budget is: docs/studies.md, n_trials)")
     p.add_argument("--timeout", help="stop starting trials after this long, e.g. 2h")
     add_trust_flags(p)
     p.set_defaults(func=_run)

@@ -66,9 +66,12 @@ MAX_INVALID_IN_A_ROW = 5
 class Summary:
     told: dict[str, int] = field(default_factory=dict)
     reason: str = ""
+    spent: int = 0  # this worker's trials that spent the budget (queries.spends_budget)
 
-    def add(self, outcome: str) -> None:
+    def add(self, told: TrialRecord) -> None:
+        outcome = str(told.outcome)
         self.told[outcome] = self.told.get(outcome, 0) + 1
+        self.spent += queries.spends_budget(told)
 
     @property
     def launched(self) -> int:
@@ -211,8 +214,8 @@ class Worker:
         self.opened = self._db(lambda: with_stored_search(self.opened))
         spec = self.opened.spec
         self.progress.total = spec.search.n_trials
-        if self.n_trials is not None and self.summary.launched >= self.n_trials:
-            return f"this worker ran its {self.n_trials} trials"
+        if self.n_trials is not None and self.summary.spent >= self.n_trials:
+            return f"this worker spent its {self.n_trials} trials of the budget"
         if queries.counted(queries.load_records(self.study)) >= spec.search.n_trials:
             return f"the study's budget of {spec.search.n_trials} trials is spent"
         if self.timeout_s is not None and time.monotonic() - started >= self.timeout_s:
@@ -328,7 +331,7 @@ class Worker:
         reg.set(trial=None, phase="idle")
         outcome = told.outcome
         self.invalid_run = self.invalid_run + 1 if queries.measured_the_client(told) else 0
-        self.summary.add(outcome)
+        self.summary.add(told)
         self.progress.end(outcome, told_summary(told), self._db(lambda: best_line(self.opened)))
         if held or told.interrupted:
             raise KeyboardInterrupt  # delivered now that the measurement is recorded

@@ -92,16 +92,21 @@ def measured_the_client(r: TrialRecord) -> bool:
     return r.state == FAIL and r.failure is not None and r.failure.kind == INVALID_MEASUREMENT
 
 
+def spends_budget(r: TrialRecord) -> bool:
+    """Whether the trial spends the study's budget: finished or running, not a duplicate,
+    a stopped trial or an invalid measurement. The one count of trials: the budget's
+    (``search.n_trials``), `tuner status`'s "spent", a worker's ``[n/N]`` and its
+    ``--n-trials`` all count these."""
+    return (r.state == RUNNING or (r.state == COMPLETE and r.outcome != DUPLICATE)
+            or (r.state == FAIL and r.outcome != STOPPED and not measured_the_client(r)))
+
+
 def counted(records: Sequence[TrialRecord]) -> int:
-    """Trials that spend the study's budget: finished or running, not duplicates, stopped
-    trials or invalid measurements, nor a trial closed by a heartbeat that has a retry
-    (the retry stands for it: counted once it runs, and it is run even when the closed
-    trial was the budget's last)."""
+    """Trials that spend the study's budget (``spends_budget``), but a trial closed by a
+    heartbeat that has a retry (the retry stands for it: counted once it runs, and it is
+    run even when the closed trial was the budget's last)."""
     retried = {r.retry_of for r in records if r.retry_of is not None}
-    return sum(1 for r in records
-               if r.state == RUNNING or (r.state == COMPLETE and r.outcome != DUPLICATE)
-               or (r.state == FAIL and r.outcome != STOPPED and not measured_the_client(r)
-                   and r.number not in retried))
+    return sum(1 for r in records if spends_budget(r) and r.number not in retried)
 
 
 def best_value(records: Sequence[TrialRecord], direction: str) -> float | None:
