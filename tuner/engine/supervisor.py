@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Callable, Mapping, Protocol, Sequence
 
 from tuner.errors import EngineExitedError, EngineTimeoutError
-from tuner.engine import logparse, proctree
+from tuner.engine import logparse, orphans, proctree
 from tuner.engine.command import Launch, engine_environment
 
 
@@ -48,14 +48,17 @@ def plain_start(argv: Sequence[str], env: Mapping[str, str], log_path: Path) -> 
 
 
 class Server:
-    """A server process started from a ``Launch``; use as a context manager."""
+    """A server process started from a ``Launch``; use as a context manager. With
+    ``gpus``, its process group is recorded beside their locks while it runs
+    (``tuner.engine.orphans``), for the next worker there to reap if this one is killed."""
 
     def __init__(self, launch: Launch, port: int, log_path: Path,
-                 starter: Starter = plain_start) -> None:
+                 starter: Starter = plain_start, gpus: Sequence[int] = ()) -> None:
         self.launch, self.port, self.log_path = launch, port, log_path
-        self.starter = starter
+        self.starter, self.gpus = starter, tuple(gpus)
         self.proc: Process | None = None
         self.pgid: int | None = None
+        self.group: orphans.Group | None = None
         self.started_at: float | None = None
 
     @property
@@ -70,6 +73,9 @@ class Server:
         self.proc = self.starter(self.launch.argv, engine_environment(os.environ, self.launch),
                                  self.log_path)
         self.pgid = self.proc.pid
+        self.group = orphans.Group.of(self.pgid) if self.gpus else None
+        if self.group is not None:
+            orphans.record(self.gpus, self.group)
 
     def __enter__(self) -> "Server":
         self.start()
@@ -127,6 +133,8 @@ class Server:
             pass
         while proctree.in_group(self.pgid) and time.monotonic() < start + grace_s + KILLED_WAIT_S:
             time.sleep(0.05)
+        if self.group is not None and not proctree.in_group(self.pgid):
+            orphans.forget(self.gpus, self.group)
         return time.monotonic() - start
 
     def _signal(self, sig: int) -> None:

@@ -178,7 +178,8 @@ def measure(plan: TrialPlan, slot: Slot, base: TrialRecord, phase: Phase,
     server (with ``starter``: a plain process, or a fork of a pre-imported one), benchmark
     it, then each of ``steps`` while the trial stays measured; stop."""
     launch = plan.engine.launch
-    server = Server(launch, plan.engine.port, slot.logs / f"{log_name}.log", starter=starter)
+    server = Server(launch, plan.engine.port, slot.logs / f"{log_name}.log", starter=starter,
+                    gpus=slot.gpus)
     base = dataclasses.replace(base, command=tuple(launch.argv), engine=plan.engine.kind,
                                gpus=tuple(slot.gpus), log=str(server.log_path))
     phases: dict[str, float] = {}

@@ -2,9 +2,11 @@
 spent, the time is up, or the user stops it. A worker owns one GPU group. Several workers,
 on one host or many, share a study through its storage; the sampler sees running trials.
 
-Interrupts (Ctrl-C, SIGTERM) stop the server, record the trial as stopped (and enqueue it
-again) and end the worker cleanly. A worker that dies has its trial failed by the storage
-heartbeat (``fail_stale_trials``, run here since ask/tell runs no heartbeat of its own).
+Interrupts (Ctrl-C, SIGTERM) stop the server, record the trial as stopped (and enqueue
+it again) and end the worker cleanly. A worker that dies has its trial failed by
+the storage heartbeat (``fail_stale_trials``, run here since ask/tell runs no heartbeat of
+its own), and what its server left on the GPUs is killed by the next worker there
+(``tuner.engine.orphans``).
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from tuner.runner.progress import Progress, told_summary
 from tuner.runner.proposal import Proposal, propose
 from tuner.storage.registry import STOP, Registration, stop_requested
 from tuner.runner.tell import tell
+from tuner.engine import orphans
 from tuner.engine.gpulock import GpuLocks
 from tuner.engine.trust import EngineTrust
 from tuner.search.sampler import make_sampler
@@ -241,6 +244,10 @@ class Worker:
         with GpuLocks(self.gpus, spec.name):
             log.info("worker %s on study %s (%s), engine %s", self.gpus, spec.name,
                      mask(self.storage_url), spec.engine.kind)
+            if killed := orphans.reap(self.gpus):
+                self.progress.say(f"tuner: killed {len(killed)} engine process(es) that a "
+                                  f"killed worker left running on GPU "
+                                  f"{','.join(map(str, self.gpus))} (pids {killed})")
             return self._run()
 
     def _run(self) -> Summary:

@@ -4,7 +4,9 @@ By default (flag ``True``) each worker finishes and records its running trial, t
 before asking for another. With ``now`` (flag ``"now"``) each worker's heartbeat thread
 also sends SIGTERM to its own process, which stops the server and records the trial as
 stopped (queued again). Workers on this host that are still there ``kill_after_s`` after a
-``now`` stop are killed with their process group, so that nothing is left.
+``now`` stop are killed with their process group, and then what their servers (or those of
+a worker killed earlier) left on this host's GPUs is reaped (``orphans.reap_unheld``), so
+that nothing is left.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import signal
 import time
 from collections.abc import Callable
 
-from tuner.engine import proctree
+from tuner.engine import orphans, proctree
 from tuner.storage.registry import STOP
 from tuner.service.workers import WorkerView, views
 from tuner.storage import open_study
@@ -52,6 +54,7 @@ def stop(name: str, url: str, now: bool = False, timeout_s: float | None = None,
         local |= {w.pid for w in live if w.local}
         if not live:  # each has recorded its exit; let the processes end too
             wait_gone(sorted(local), 30.0)
+            _reap(study, say)
             return []
         waited = time.monotonic() - started
         if now and waited >= kill_after_s:
@@ -67,6 +70,16 @@ def stop(name: str, url: str, now: bool = False, timeout_s: float | None = None,
             say(f"waiting for {len(live)} worker(s): {line}")
             last = line
         time.sleep(0.5)
+
+
+def _reap(study, say: Callable[[str], None]) -> None:
+    """Kill what the study's workers on this host left on their GPUs (none while a
+    worker holds the GPU)."""
+    gpus = {g for w in views(study.user_attrs, time.time(), heartbeat_s()) if w.local
+            for g in w.gpus}
+    if killed := orphans.reap_unheld(sorted(gpus)):
+        say(f"killed {len(killed)} engine process(es) left by a killed worker "
+            f"(pids {killed})")
 
 
 def wait_gone(pids: list[int], timeout_s: float) -> bool:
