@@ -1,11 +1,11 @@
 """Seen case 4 of issue 67: after a worker's kill -9 its server's own children (with vLLM,
 the engine core that holds the GPU's memory) lived on under PID 1, in plain and
-pre-imported starts.
+pre-imported starts; and SIGHUP killed a worker outright, leaving its trial RUNNING.
 
 Real `tuner worker` processes whose engine is the stand-in (``tuner.testing.stand_in``):
 it never becomes ready and has a sleeping child in its process group, as vLLM's API
 server has its engine core. The next worker on the same GPU, or `tuner stop`, kills what a
-killed one left (``tuner.engine.orphans``)."""
+killed one left (``tuner.engine.orphans``); SIGHUP stops a worker as SIGTERM does."""
 
 from __future__ import annotations
 
@@ -17,11 +17,14 @@ import subprocess
 import sys
 
 import pytest
+from optuna.trial import TrialState
 
 from tuner.engine import orphans, proctree
 from tuner.storage import create_study, load_study_file
 from tuner.testing.cli_fork import run_tuner
+from tuner.testing.sim_studies import trials_of
 from tuner.testing.worker_procs import interrupt, start_worker, wait_for
+from tuner.trials import record
 
 COMMAND = [sys.executable, "-m", "tuner.testing.stand_in", "--behave", "hang", "--child"]
 STUDY = f'''
@@ -134,6 +137,28 @@ def test_tuner_stop_reaps_what_a_killed_worker_left(study_file, tmp_path):
         assert not (tmp_path / "gpus" / "0.engine").exists()
     finally:
         _kill_group(group)
+
+
+def test_sighup_stops_a_worker_as_sigterm_does(study_file, tmp_path):
+    url = f"sqlite:///{tmp_path}/t.db"
+    _study(study_file, url)
+    log = tmp_path / "w.log"
+    proc = start_worker("o", url, "0", env=_env(tmp_path), log=log)
+    child = wait_for(lambda: _engine_child(proc.pid), 120)
+    assert child, log.read_text()[-3000:]
+    group = os.getpgid(child)
+    try:
+        assert interrupt(proc, signal.SIGHUP, log=log) == 130, log.read_text()[-3000:]
+        assert proctree.in_group(group) == []  # its server and the server's child
+        trials = trials_of("o", url)
+        stopped = [t for t in trials if t.user_attrs.get("outcome") == record.STOPPED]
+        assert len(stopped) == 1 and stopped[0].state == TrialState.FAIL, \
+            [(t.number, t.state, t.user_attrs.get("outcome")) for t in trials]
+        assert not [t for t in trials if t.state == TrialState.RUNNING]
+        assert [t for t in trials if t.state == TrialState.WAITING]  # queued again
+    finally:
+        _kill_group(group)
+        _kill_with_its_engine(proc)
 
 
 def test_a_record_whose_id_now_names_another_process_kills_nothing(tmp_path, monkeypatch):

@@ -1,6 +1,7 @@
-"""Ctrl-C and SIGTERM in a worker: held for a moment while a measured trial's server stops
-and the trial is recorded (an interrupt must not throw the measurement away), and turned
-into a cancellation while an event loop runs (``run_interruptible``)."""
+"""Ctrl-C, SIGTERM and SIGHUP in a worker (``INTERRUPTS``, all three alike): held for a
+moment while a measured trial's server stops and the trial is recorded (an interrupt must
+not throw the measurement away), and turned into a cancellation while an event loop runs
+(``run_interruptible``)."""
 
 from __future__ import annotations
 
@@ -12,9 +13,20 @@ from typing import Any, TypeVar
 
 T = TypeVar("T")
 
+# The signals that stop a worker cleanly. SIGHUP too: a worker whose terminal or ssh
+# session closes was killed by it, its trial left RUNNING and its server's children behind.
+INTERRUPTS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+def interrupts() -> tuple[int, ...]:
+    """The ``INTERRUPTS`` to catch now: all but an ignored SIGHUP (a worker started under
+    ``nohup`` is meant to outlive its terminal, and still does)."""
+    return tuple(s for s in INTERRUPTS
+                 if s != signal.SIGHUP or signal.getsignal(s) is not signal.SIG_IGN)
+
 
 class deferred_interrupts:  # noqa: N801 - used as a context manager, like a function
-    """Within the block SIGINT/SIGTERM are noted, not raised; ``pending`` lists them.
+    """Within the block the ``INTERRUPTS`` are noted, not raised; ``pending`` lists them.
 
     On a thread other than the main one (where signals cannot be handled) it does nothing.
     """
@@ -23,7 +35,7 @@ class deferred_interrupts:  # noqa: N801 - used as a context manager, like a fun
         self.pending: list[int] = []
         self.saved = {}
         if threading.current_thread() is threading.main_thread():
-            for sig in (signal.SIGINT, signal.SIGTERM):
+            for sig in interrupts():
                 self.saved[sig] = signal.signal(sig, lambda n, f: self.pending.append(n))
         return self
 
@@ -33,8 +45,8 @@ class deferred_interrupts:  # noqa: N801 - used as a context manager, like a fun
 
 
 def run_interruptible(main: Coroutine[Any, Any, T]) -> T:
-    """``asyncio.run(main)``, where Ctrl-C or SIGTERM cancels ``main`` and is raised as
-    KeyboardInterrupt once the loop has closed.
+    """``asyncio.run(main)``, where Ctrl-C, SIGTERM or SIGHUP cancels ``main`` and is raised
+    as KeyboardInterrupt once the loop has closed.
 
     A KeyboardInterrupt raised by a signal handler lands wherever the interpreter is, and
     inside asyncio's own code (a future waking its task) it left a task never woken, so
@@ -60,7 +72,7 @@ def run_interruptible(main: Coroutine[Any, Any, T]) -> T:
             caught.append(signum)
             loop.call_soon_threadsafe(task.cancel)
 
-        saved = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+        saved = {sig: signal.getsignal(sig) for sig in INTERRUPTS}
         try:
             for sig, before in saved.items():
                 if before is not signal.SIG_IGN:

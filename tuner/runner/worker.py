@@ -2,8 +2,8 @@
 spent, the time is up, or the user stops it. A worker owns one GPU group. Several workers,
 on one host or many, share a study through its storage; the sampler sees running trials.
 
-Interrupts (Ctrl-C, SIGTERM) stop the server, record the trial as stopped (and enqueue
-it again) and end the worker cleanly. A worker that dies has its trial failed by
+Interrupts (Ctrl-C, SIGTERM, SIGHUP) stop the server, record the trial as stopped (and
+enqueue it again) and end the worker cleanly. A worker that dies has its trial failed by
 the storage heartbeat (``fail_stale_trials``, run here since ask/tell runs no heartbeat of
 its own), and what its server left on the GPUs is killed by the next worker there
 (``tuner.engine.orphans``).
@@ -32,7 +32,7 @@ from tuner.runner import confirm as confirmation
 from tuner.runner.asking import Watched
 from tuner.storage.claimlock import ClaimLock
 from tuner.runner.guard import Guard
-from tuner.runner.interrupts import deferred_interrupts
+from tuner.runner.interrupts import deferred_interrupts, interrupts
 from tuner.runner import trial as trials_run
 from tuner.runner.measure import Slot
 from tuner.runner.progress import Progress, told_summary
@@ -252,8 +252,7 @@ class Worker:
 
     def _run(self) -> Summary:
         _signalled.clear()
-        previous = {sig: signal.signal(sig, _sigterm_as_interrupt)
-                    for sig in (signal.SIGTERM, signal.SIGINT)}
+        previous = {sig: signal.signal(sig, _sigterm_as_interrupt) for sig in interrupts()}
         warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
         warnings.filterwarnings("ignore", message=".*Heartbeat.*")
         self.registration = _Registration(self.study, self.gpus, heartbeat_s())
