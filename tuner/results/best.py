@@ -28,7 +28,7 @@ from tuner.numerics import lossy_flags
 from tuner.space.check import launch_problem
 from tuner.trials import TrialRecord
 from tuner.trials.pareto import Goal, unique_configs, vector
-from tuner.trials.record import ACCURACY
+from tuner.trials.record import ACCURACY, CAPACITY_RPS
 
 Prefer = Literal["throughput", "latency"]
 DEFAULT_METRIC = {"throughput": ("output_throughput", "maximize"),
@@ -106,10 +106,13 @@ def preferred(goals: Sequence[Goal], prefer: Prefer) -> tuple[str, str]:
 
 def excess(r: TrialRecord, limits: Mapping[str, float]) -> dict[str, float]:
     """Relative excess per violated limit (a missing metric counts as 1.0); a trial below
-    the accuracy limit adds ``accuracy:token_agreement`` (limit - agreement)."""
+    the accuracy limit adds ``accuracy:token_agreement`` (limit - agreement), a load
+    ladder's trial of capacity 0 ``capacity_rps`` (1.0: the SLOs held at no level)."""
     out = {}
     if float(r.constraints.get(ACCURACY, 0.0)) > 0:
         out[ACCURACY] = float(r.constraints[ACCURACY])
+    if not r.capacity_held:  # a ladder's trial that held its SLOs at no level
+        out[CAPACITY_RPS] = 1.0
     for metric, limit in limits.items():
         v = r.metric(metric)
         if v is None:

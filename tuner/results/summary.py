@@ -33,7 +33,7 @@ class Row:
     record: TrialRecord
     changed: Mapping[str, Any]           # flags that differ from vLLM's defaults
     gains: Mapping[str, float | None]    # per objective metric, + = better than default
-    slos_met: bool
+    slos_met: bool                       # a load ladder's: its capacity is above 0
     noise: Mapping[str, bool] = field(default_factory=dict)  # gain inside the runs' spread
     # later measured trials of the same flags (``tuner.trials.pareto.repeats``)
     repeats: tuple[TrialRecord, ...] = ()
@@ -62,7 +62,8 @@ def row(r: TrialRecord, default: TrialRecord | None, spec: StudySpec,
         space: SearchSpace, again: tuple[TrialRecord, ...] = ()) -> Row:
     slo_ok = all(v <= 0 for k, v in r.constraints.items() if k.startswith("slo:"))
     g = gains(r, default, spec.objectives)
-    return Row(r, changed_flags(r.flags, space.defaults), g, r.measured and slo_ok,
+    return Row(r, changed_flags(r.flags, space.defaults), g,
+               r.measured and slo_ok and r.capacity_held,
                within_noise(r, default, g), again)
 
 

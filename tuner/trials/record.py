@@ -80,6 +80,7 @@ SLO_PREFIX = "slo:"              # one constraint per SLO: slo:<metric>
 ACCURACY = "accuracy:token_agreement"  # the accuracy guard's limit - agreement
 DEFAULT_BASELINE = "default"     # the baseline that launches vLLM's defaults
 REFERENCE_BASELINE = "reference"  # the default again, on a later worker's host (drift.py)
+CAPACITY_RPS = "capacity_rps"    # a load ladder's capacity: its trial's SLO verdict
 
 # Optuna's trial states as the records spell them (``TrialState.name.lower()``).
 COMPLETE, FAIL, RUNNING, WAITING = "complete", "fail", "running", "waiting"
@@ -196,8 +197,17 @@ class TrialRecord:
 
     @property
     def feasible(self) -> bool:
-        """Started, and every constraint (starts, each SLO) <= 0."""
-        return bool(self.constraints) and self.violation == 0.0
+        """Started, every constraint (starts, each SLO) <= 0, and a load ladder's capacity
+        above 0 (``capacity_held``)."""
+        return bool(self.constraints) and self.violation == 0.0 and self.capacity_held
+
+    @property
+    def capacity_held(self) -> bool:
+        """False for a load ladder's trial whose capacity is 0 (no level held the SLOs):
+        a ladder's SLOs judge its levels, not the saturated run, so its capacity is its
+        SLO verdict; True for every other trial."""
+        capacity = self.metric(CAPACITY_RPS)
+        return capacity is None or capacity > 0
 
     @property
     def client_valid(self) -> bool:
