@@ -5,6 +5,8 @@ p99 ITL at the reference rate, and the record keeps the whole curve."""
 
 from __future__ import annotations
 
+import re
+
 from optuna.trial import TrialState
 
 from tuner.testing.sim_studies import SIM, trials_of
@@ -87,8 +89,12 @@ def test_a_capacity_study_tells_capacity_and_keeps_each_trials_curve(storage_url
     # status's best is the most capacity, with its interval: the SLOs are in it, not
     # limits on the saturated run
     m = max((t.user_attrs["metrics"] for t in measured), key=lambda m: m["capacity_rps"])
-    told = (f"capacity_rps {'>= ' if m['capacity_censored'] else ''}{m['capacity_rps']:.3g} "
+    told = (f"capacity {'>= ' if m['capacity_censored'] else ''}{m['capacity_rps']:.3g} "
             f"[{m['capacity_rps_lower']:.3g}-{m['capacity_rps_upper']:.3g}]")
+    # each trial's progress line gives its capacity first, not the saturated run's tok/s
+    worker_log = (tmp_path / "worker.log").read_text()
+    assert re.search(r"trial \d+: measured capacity (>= )?[\d.]+ \[[\d.]+-[\d.]+\]"
+                     r"( censored)? req/s on levels? ", worker_log), worker_log[-3000:]
     out = _tuner("status", "cap", "--storage", storage_url, home=tmp_path)
     best = [line for line in out.stdout.splitlines() if line.startswith("best:")]
     assert out.returncode == 0 and len(best) == 1 and told in best[0], out.stdout

@@ -17,6 +17,7 @@ import signal
 import socket
 import warnings
 from collections.abc import Callable, Collection
+from functools import partial
 from socketserver import ThreadingMixIn
 from wsgiref.simple_server import WSGIServer, make_server
 
@@ -25,6 +26,7 @@ import optuna
 from tuner import optuna_adapter
 from tuner.results.best import limits_for, pick_best, saturated_limits
 from tuner.results.capacity import capacity_label
+from tuner.results.capacity_columns import capacity_columns
 from tuner.results.flagdiff import changed_flags, flag_words
 from tuner.results.lossy import accuracy_line
 from tuner.results.gains import format_gains, gains
@@ -33,6 +35,7 @@ from tuner.results.summary import Summary, summarise
 from tuner.space import shell_line
 from tuner.storage import OpenStudy
 from tuner.trials import TrialRecord, load_records
+from tuner.trials.capacity_view import capacity_line, figure
 
 FIGURE_IDS = ("tuner-pareto", "tuner-hypervolume", "tuner-flag-effects")
 
@@ -56,6 +59,8 @@ def note_markdown(s: Summary) -> str:
                  else f"{r.metric(pick.metric):,.1f}")
         lines += ["", f"Trial {r.number} ({met}): {pick.metric} = {value}, "
                   f"gain over default {format_gains(gains(r, default, s.spec.objectives))}.",
+                  *(["", capacity_line(r, s.spec.capacity.reference_rate) + "."]
+                    if s.spec.measures_capacity else []),
                   "", f"Flags that differ from vLLM's defaults: "
                   f"`{flag_words(changed_flags(r.flags, s.space.defaults))}`", "",
                   *([accuracy_line(r), ""] if accuracy_line(r) else []),
@@ -70,6 +75,30 @@ TRIAL_METRICS = (("output_throughput", "output tokens/s", "{:,.0f}"),
                  ("p99_ttft_ms", "p99 TTFT ms", "{:,.0f}"))
 
 
+def _metrics_table(s: Summary, r: TrialRecord) -> list[str]:
+    """The trial's figures with their gains: a capacity study's capacity first
+    (``capacity_columns``), else the saturated run's."""
+    g = gains(r, s.default.record if s.default else None, s.spec.objectives)
+    if s.spec.measures_capacity:
+        cols = capacity_columns(s.spec)
+    else:
+        cols = [(name, m, partial(figure, metric=m, pattern=p)) for m, name, p in TRIAL_METRICS]
+    lines = ["| metric | value | gain over default |", "|---|---|---|"]
+    for name, metric, cell in cols:
+        gain = "" if g.get(metric) is None else f"{g[metric]:+.1f}%"
+        lines.append(f"| {name} | {cell(r)} | {gain} |")
+    return lines
+
+
+def slo_words(r: TrialRecord) -> str:
+    """The SLO verdict as `tuner pareto` gives it: a load ladder's from its capacity."""
+    if not r.capacity_held:
+        return "missed at every level of the load ladder (capacity 0)"
+    missed = [k.removeprefix("slo:") for k, v in r.constraints.items()
+              if k.startswith("slo:") and v > 0]
+    return "missed " + ", ".join(missed) if missed else "met"
+
+
 def trial_note(s: Summary, r: TrialRecord) -> str:
     """A trial's note: outcome, key metrics with gains, SLOs, the flags that differ."""
     head = f"### Trial {r.number}: {r.outcome or r.state}"
@@ -77,15 +106,7 @@ def trial_note(s: Summary, r: TrialRecord) -> str:
     if r.duplicate_of is not None:
         lines += [f"Same effective flags as trial {r.duplicate_of}; its measurement.", ""]
     if r.metrics:
-        g = gains(r, s.default.record if s.default else None, s.spec.objectives)
-        lines += ["| metric | value | gain over default |", "|---|---|---|"]
-        for metric, name, pattern in TRIAL_METRICS:
-            v = r.metric(metric)
-            gain = "" if g.get(metric) is None else f"{g[metric]:+.1f}%"
-            lines.append(f"| {name} | {'-' if v is None else pattern.format(v)} | {gain} |")
-        missed = [k.removeprefix("slo:") for k, v in r.constraints.items()
-                  if k.startswith("slo:") and v > 0]
-        lines += ["", "SLOs: " + ("missed " + ", ".join(missed) if missed else "met"), ""]
+        lines += [*_metrics_table(s, r), "", f"SLOs: {slo_words(r)}", ""]
         if not r.client_valid:
             lines += ["The load generator was the bottleneck of this run: the numbers "
                       "understate the server.", ""]

@@ -9,19 +9,22 @@ from __future__ import annotations
 
 import datetime as dt
 import html
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 
 from tuner.results import charts
 from tuner.results.best import pick_best, saturated_limits
-from tuner.results.capacity import capacity_label
+from tuner.results.capacity_columns import capacity_columns
 from tuner.results.flagdiff import changed_flags, flag_words
 from tuner.results.lossy import accuracy_line
 from tuner.results.gains import format_gains
 from tuner.results.serve import serve_argv
 from tuner.results.summary import Row, Summary, row
-from tuner.results.table import REPEATS_HEAD, label, repeat_texts
+from tuner.results.table import CAPACITY_NOTE, REPEATS_HEAD, label, repeat_texts
 from tuner.space import shell_line
+from tuner.trials.capacity_view import figure
+from tuner.trials.record import TrialRecord
 
 STYLE = """body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1100px;color:#222}
 table{border-collapse:collapse;margin:.5em 0 1.5em;font-size:13px}
@@ -55,22 +58,32 @@ class Raw:
         self.html = markup
 
 
-def _num(v: float | None, pattern: str = "{:,.1f}") -> str:
-    return "-" if v is None else pattern.format(v)
-
-
 def _slo_cell(ok: bool) -> Raw:
     return Raw('<span class="met">met</span>' if ok else '<span class="missed">missed</span>')
 
 
+SATURATED = (("tok/s", "output_throughput", "{:,.0f}"), ("p50 ITL ms", "median_itl_ms", "{:,.1f}"),
+             ("p99 ITL ms", "p99_itl_ms", "{:,.1f}"), ("p99 TTFT ms", "p99_ttft_ms", "{:,.0f}"))
+
+
+def _figures_of(s: Summary, median: bool = True
+                ) -> tuple[list[str], Callable[[TrialRecord], list[str]]]:
+    """The figures' headings and a record's cells: a capacity study's capacity first
+    (``capacity_columns``), else the saturated run's (its p50 ITL only with ``median``)."""
+    if s.spec.measures_capacity:
+        cols = capacity_columns(s.spec)
+    else:
+        cols = [(h, m, partial(figure, metric=m, pattern=p)) for h, m, p in SATURATED
+                if median or m != "median_itl_ms"]
+    return [h for h, _, _ in cols], lambda r: [cell(r) for *_, cell in cols]
+
+
 def _rows_table(s: Summary, rows: Sequence[Row]) -> str:
-    head = ["trial", "tok/s", "p50 ITL ms", "p99 ITL ms", "p99 TTFT ms", "SLOs",
-            "gain vs default", "flags that differ from vLLM's defaults"]
-    body = [[label(r), _num(r.record.metric("output_throughput"), "{:,.0f}"),
-             _num(r.record.metric("median_itl_ms")), _num(r.record.metric("p99_itl_ms")),
-             _num(r.record.metric("p99_ttft_ms"), "{:,.0f}"), _slo_cell(r.slos_met),
+    heads, cells = _figures_of(s)
+    head = ["trial", *heads, "SLOs", "gain vs default", "flags that differ from vLLM's defaults"]
+    body = [[label(r), *cells(r.record), _slo_cell(r.slos_met),
              format_gains(dict(r.gains), dict(r.noise)), flag_words(r.changed)] for r in rows]
-    return table(head, body, numeric={1, 2, 3, 4})
+    return table(head, body, numeric=set(range(1, len(heads) + 1)))
 
 
 def _best_section(s: Summary) -> str:
@@ -96,7 +109,8 @@ def _best_section(s: Summary) -> str:
 
 
 def _trials_table(s: Summary) -> str:
-    head = ["trial", "state", "outcome", "baseline", "tok/s", "p99 ITL ms", "p99 TTFT ms",
+    heads, cells = _figures_of(s, median=False)
+    head = ["trial", "state", "outcome", "baseline", *heads,
             "flags that differ from vLLM's defaults", "note"]
     body = []
     for r in s.records:
@@ -107,15 +121,10 @@ def _trials_table(s: Summary) -> str:
             note = f"same flags as trial {r.duplicate_of}"
         if accuracy_line(r):
             note = "; ".join(x for x in (note, accuracy_line(r)) if x)
-        body.append([r.number, r.state, r.outcome or "-", r.baseline or "",
-                     _num(r.metric("output_throughput"), "{:,.0f}"),
-                     _num(r.metric("p99_itl_ms")), _num(r.metric("p99_ttft_ms"), "{:,.0f}"),
-                     *([capacity_label(r)] if s.spec.measures_capacity else []),
+        body.append([r.number, r.state, r.outcome or "-", r.baseline or "", *cells(r),
                      flag_words(changed_flags(r.flags, s.space.defaults)) if r.flags else "",
                      note])
-    if s.spec.measures_capacity:
-        head.insert(7, "capacity req/s [95 % interval]")
-    return table(head, body, numeric={0, 4, 5, 6})
+    return table(head, body, numeric={0, *range(4, len(heads) + 4)})
 
 
 def _effects_table(s: Summary) -> str:
@@ -149,6 +158,8 @@ def render(s: Summary, figures: Sequence[Path]) -> str:
         "<p>The default baseline has not been measured (yet); gains need it.</p>"
     front = _rows_table(s, s.front) if s.front else \
         "<p>No measured trial meets the SLOs yet.</p>"
+    if s.spec.measures_capacity:
+        front += f"<p>{esc(CAPACITY_NOTE)}</p>"
     again = repeat_texts(s)
     if again:
         front += f"<p>{esc(REPEATS_HEAD)}</p><ul>" + "".join(

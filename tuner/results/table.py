@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
+from tuner.results.capacity_columns import capacity_columns
 from tuner.results.flagdiff import flag_words
 from tuner.results.gains import format_gains
 from tuner.results.lossy import accuracy_line, accurate
@@ -41,17 +42,27 @@ def spread_cell(r: Row, summary: Summary) -> str:
     return f"{n} (" + "/".join("-" if s is None else f"{100 * s.rel:.1f}%" for s in spreads) + ")"
 
 
+def figure_cells(summary: Summary) -> tuple[list[str], Callable[[Row], list[str]]]:
+    """The figures' headings and a row's cells: a capacity study's capacity first
+    (``capacity_columns``), else the fixed columns and the other objectives."""
+    if summary.spec.measures_capacity:
+        cols = capacity_columns(summary.spec)
+        return [h.upper() for h, _, _ in cols], lambda r: [cell(r.record) for *_, cell in cols]
+    fixed = metric_columns(summary)
+    return [c[1] for c in fixed], lambda r: [_fmt(r.record.metric(m), p) for m, _, p in fixed]
+
+
 def front_table(summary: Summary, rows: Sequence[Row] | None = None) -> str:
     """The Pareto front as an aligned table; flags that differ from vLLM's defaults last."""
     rows = list(summary.front if rows is None else rows)
-    cols = metric_columns(summary)
+    heads, cells = figure_cells(summary)
     gain_head = "GAIN " + "/".join(o.metric.split("_")[0] if o.metric.endswith("throughput")
                                    else o.metric.removesuffix("_ms")
                                    for o in summary.spec.objectives)
     repeated = any(r.record.spread for r in rows)  # confirmation runs: medians, spread
-    head = ["TRIAL", *(c[1] for c in cols), *(["RUNS (SPREAD)"] if repeated else []),
+    head = ["TRIAL", *heads, *(["RUNS (SPREAD)"] if repeated else []),
             "SLOS", gain_head, "FLAGS (vs vLLM default)"]
-    body = [[label(r), *(_fmt(r.record.metric(m), p) for m, _, p in cols),
+    body = [[label(r), *cells(r),
              *([spread_cell(r, summary)] if repeated else []),
              "met" if r.slos_met else "MISSED", format_gains(dict(r.gains), dict(r.noise)),
              flag_words(r.changed)] for r in rows]
@@ -79,11 +90,19 @@ def pareto_text(summary: Summary) -> str:
     out += accuracy_lines(summary)
     out += ["", "GAIN: percent better than vLLM's default on each objective "
                 "(more throughput, less latency: both positive)."]
+    if summary.spec.measures_capacity:
+        out += [CAPACITY_NOTE]
     if any(r.record.spread for r in summary.front) or (d is not None and d.record.spread):
         out += ["RUNS (SPREAD): confirmation runs (search.confirm) and each objective's range "
                 "over them; figures are their medians. A gain inside the spread is "
                 "'within noise'."]
     return "\n".join(out)
+
+
+CAPACITY_NOTE = ("CAPACITY: the most requests/s within every SLO, with its 95 % interval, "
+                 "read from the load ladder's levels (ON LEVELS: those it rests on); SLOS: "
+                 "met when that capacity is above 0. WARM-UP: the saturated run before the "
+                 "ladder, never judged against the SLOs.")
 
 
 REPEATS_HEAD = "same flags measured again (a row shows the first trial of its flags):"

@@ -11,6 +11,7 @@ import time
 from typing import TextIO
 
 from tuner.trials import record
+from tuner.trials.capacity_view import capacity_line
 from tuner.trials.parts import Failure
 from tuner.trials.record import TrialRecord
 
@@ -61,11 +62,15 @@ class Progress:
         self.stream.flush()
 
 
-def told_summary(told: TrialRecord) -> str:
-    """What a finished trial's line says of it: its figures, or its failure's kind and its
-    whole message on one line. Seen: a message cut at 120 characters ended its advice
-    mid-word ("... at 24% client CPU (use less l"), and the advice is the part to act on."""
+def told_summary(told: TrialRecord, reference_rate: float | None = None) -> str:
+    """What a finished trial's line says of it: a load ladder's capacity first
+    (``capacity_view.capacity_line``), else the saturated run's figures, or its failure's
+    kind and its whole message on one line. Seen: a message cut at 120 characters ended
+    its advice mid-word ("... at 24% client CPU (use less l"), and the advice is the part
+    to act on."""
     m = told.metrics
+    if told.outcome in (record.MEASURED, record.DUPLICATE) and "capacity_rps" in m:
+        return capacity_line(told, reference_rate)
     if told.outcome in (record.MEASURED, record.DUPLICATE) and m:
         return (f"{m.get('output_throughput', 0):,.0f} tok/s, p99 ITL "
                 f"{m.get('p99_itl_ms', 0):,.1f} ms")

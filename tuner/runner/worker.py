@@ -338,7 +338,8 @@ class Worker:
         outcome = told.outcome
         self.invalid_run = self.invalid_run + 1 if queries.measured_the_client(told) else 0
         self.summary.add(told)
-        self.progress.end(outcome, told_summary(told), self._db(lambda: best_line(self.opened)))
+        self.progress.end(outcome, told_summary(told, self.opened.spec.capacity.reference_rate),
+                          self._db(lambda: best_line(self.opened)))
         if held or told.interrupted:
             raise KeyboardInterrupt  # delivered now that the measurement is recorded
         return outcome

@@ -25,6 +25,7 @@ from tuner.spec.study import StudySpec
 from tuner.storage.database import heartbeat_s
 from tuner.trials import (TrialRecord, counted, default_baseline, history, pareto_front,
                           read_records, record, reference_point)
+from tuner.trials.capacity_view import capacity_line
 from tuner.trials.drift import ReferenceRun, reference_runs
 from tuner.trials.reference import study_rule
 
@@ -38,6 +39,7 @@ class Best:
     value: float
     gains: Mapping[str, float | None]  # per objective, % better than the default baseline
     label: str | None = None  # the value as shown: a capacity with its interval
+    line: str | None = None   # a capacity study's: capacity first (capacity_view)
 
 
 @dataclass(frozen=True)
@@ -72,7 +74,7 @@ class StudyStatus:
                         for w in self.workers],
             "best": None if self.best is None else {
                 "trial": self.best.trial, "metric": self.best.metric,
-                "value": self.best.value, "label": self.best.label,
+                "value": self.best.value, "label": self.best.label, "line": self.best.line,
                 "gain_over_default_pct": dict(self.best.gains)},
             "default_trial": self.default_trial, "front_size": self.front_size,
             "hypervolume": list(self.hypervolume), "mean_trial_s": self.mean_trial_s,
@@ -106,7 +108,10 @@ def _best(spec: StudySpec, records: Sequence[TrialRecord]) -> Best | None:
         return None
     g = gains(pick.best, default_baseline(records), spec.objectives)
     label = capacity_label(pick.best) if pick.metric == "capacity_rps" else None
-    return Best(pick.best.number, pick.metric, pick.best.metric(pick.metric) or 0.0, g, label)
+    line = (capacity_line(pick.best, spec.capacity.reference_rate)
+            if spec.measures_capacity else None)
+    return Best(pick.best.number, pick.metric, pick.best.metric(pick.metric) or 0.0, g, label,
+                line)
 
 
 def mean_trial_s(records: Sequence[TrialRecord]) -> float | None:
@@ -183,8 +188,8 @@ def render(st: StudyStatus) -> str:
         g = ", ".join(f"{k} {v:+.1f}%" for k, v in st.best.gains.items() if v is not None)
         vs = (f" ({g} vs the default baseline, trial {st.default_trial})" if g else
               " (the default baseline is not measured yet)")
-        value = st.best.label or f"{st.best.value:,.1f}"
-        lines.append(f"best: trial {st.best.trial}, {st.best.metric} {value}{vs}")
+        value = st.best.line or f"{st.best.metric} {st.best.label or f'{st.best.value:,.1f}'}"
+        lines.append(f"best: trial {st.best.trial}, {value}{vs}")
     trend = " -> ".join(f"{v:,.4g}" for v in st.hypervolume) or "-"
     lines.append(f"pareto front: {st.front_size} trials; hypervolume (last "
                  f"{len(st.hypervolume)}): {trend}")
