@@ -51,7 +51,7 @@ from tuner.storage.outage import retrying
 from tuner.storage.database import cache_root, heartbeat_s, study_dir
 from tuner.storage.studies import ask_study_engine, with_stored_search
 from tuner.trials import drift, pareto, queries, record
-from tuner.trials.queued import enqueue_as_given
+from tuner.trials.queued import enqueue_as_given, to_queue_again
 from tuner.trials.parts import Failure, FailureKind
 from tuner.trials.record import TrialRecord
 
@@ -270,6 +270,7 @@ class Worker:
                     self.summary.reason = reason
                     break
                 self._db(lambda: optuna.storages.fail_stale_trials(self.study))
+                self._db(self._queue_baselines_again)
                 outcome = self._one_trial()
                 dup_run = dup_run + 1 if outcome == record.DUPLICATE else 0
         except KeyboardInterrupt:
@@ -290,6 +291,18 @@ class Worker:
                          record.REFERENCE_BASELINE, default.launch, default.flags)
         self.progress.say(f"tuner: queued a reference run of the default (trial "
                           f"{default.number}) on this host")
+
+    def _queue_baselines_again(self) -> None:
+        """Queue again, as launched, each baseline whose last run failed by no fault of its
+        flags (``to_queue_again``: at most twice); under the study's claim lock, so that
+        two workers never both queue it."""
+        for last in to_queue_again(queries.load_records(self.study)):
+            enqueue_as_given(self.study, (p.name for p in self.opened.space.params),
+                             last.baseline, last.launch, last.flags)
+            why = last.failure.kind if last.failure else ("stopped" if last.stopped else
+                                                          "its worker was lost")
+            self.progress.say(f"tuner: queued the {last.baseline} baseline again (trial "
+                              f"{last.number}: {why}, not its flags' doing)")
 
     def _db(self, call, give_up=None):
         """A storage call that waits out a database outage (tuner.storage.outage)."""
