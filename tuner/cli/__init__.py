@@ -24,6 +24,7 @@ from tuner.errors import StorageError, TunerError
 # package can grow command by command.
 COMMAND_MODULES = (
     "study",
+    "enqueue",
     "space",
     "demo",
     "model",

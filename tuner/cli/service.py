@@ -68,15 +68,19 @@ def _status(args: argparse.Namespace) -> int:
                          indent=2))
         return 0
     where = f"storage: {mask(url)} (from {storage_source(args.storage)})\n"
+
+    def render(st) -> str:
+        return render_status(st, lambda command: again(command, args.storage, url))
+
     if args.once or not sys.stdout.isatty():
         try:
-            print(where + render_status(read_status(args.study, url)), flush=True)
+            print(where + render(read_status(args.study, url)), flush=True)
         except BrokenPipeError:  # `tuner status S | head`
             sys.stdout = None
         return 0
     try:
         while True:  # a live view until Ctrl-C
-            text = where + render_status(read_status(args.study, url))
+            text = where + render(read_status(args.study, url))
             sys.stdout.write("\x1b[H\x1b[2J" + text + f"\n\n(every {REFRESH_S:g} s; "
                              "Ctrl-C to leave)\n")
             sys.stdout.flush()

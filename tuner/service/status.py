@@ -9,7 +9,7 @@ budget / live workers; unknown before a trial has finished or while no worker li
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -58,6 +58,7 @@ class StudyStatus:
     eta_s: float | None
     stop_requested: str | None          # None, "finish" or "now"
     references: tuple[ReferenceRun, ...] = ()  # the default again on later hosts (drift.py)
+    default_missing: str | None = None  # why vLLM's defaults have no measurement, none queued
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     @property
@@ -79,6 +80,7 @@ class StudyStatus:
             "default_trial": self.default_trial, "front_size": self.front_size,
             "hypervolume": list(self.hypervolume), "mean_trial_s": self.mean_trial_s,
             "eta_s": self.eta_s, "stop_requested": self.stop_requested,
+            "default_missing": self.default_missing,
             "reference_runs": [{"trial": r.trial, "worker": r.worker, "host": r.host,
                                 "default_trial": r.default_trial,
                                 "change_pct": dict(r.change)} for r in self.references]}
@@ -114,6 +116,25 @@ def _best(spec: StudySpec, records: Sequence[TrialRecord]) -> Best | None:
                 line)
 
 
+def default_missing(records: Sequence[TrialRecord]) -> str | None:
+    """Why no run of vLLM's defaults is measured, queued or running ("trial 0 failed:
+    invalid-measurement; ..."); None when one is."""
+    runs = [r for r in records if r.baseline == record.DEFAULT_BASELINE]
+    if any(r.measured or not r.told for r in runs):
+        return None
+    if not runs:
+        return "no run of it in the study"
+    return "; ".join(f"trial {r.number} {_what_became(r)}" for r in runs)
+
+
+def _what_became(r: TrialRecord) -> str:
+    if r.outcome is None:
+        return "was closed by the heartbeat (its worker was lost)"
+    if r.failure is not None:
+        return f"{r.outcome}: {r.failure.kind or '?'}"
+    return str(r.outcome)
+
+
 def mean_trial_s(records: Sequence[TrialRecord]) -> float | None:
     totals = [float(r.phases["total"]) for r in records
               if isinstance(r.phases, Mapping) and "total" in r.phases]
@@ -143,7 +164,8 @@ def build(spec: StudySpec, trials: Sequence[FrozenTrial], attrs: Mapping[str, An
         front_size=len(pareto_front(records, goals)), hypervolume=tuple(hv[-TREND:]),
         mean_trial_s=mean, eta_s=eta,
         stop_requested=None if not stop else ("now" if stop == "now" else "finish"),
-        references=tuple(reference_runs(records, [o.metric for o in goals])))
+        references=tuple(reference_runs(records, [o.metric for o in goals])),
+        default_missing=default_missing(records))
 
 
 def read(name: str, url: str) -> StudyStatus:
@@ -164,8 +186,9 @@ def _duration(s: float | None) -> str:
     return f"{h}h{m:02d}m" if h else (f"{m}m{sec:02d}s" if m else f"{sec}s")
 
 
-def render(st: StudyStatus) -> str:
-    """The text of `tuner status`: a header, one line per worker, counts, results."""
+def render(st: StudyStatus, command: Callable[[str], str] = lambda c: f"`{c}`") -> str:
+    """The text of `tuner status`: a header, one line per worker, counts, results;
+    ``command`` words a command to run (the CLI adds the storage the user gave)."""
     lines = [f"study {st.name} ({st.engine}): {st.counted}/{st.budget} trials spent, "
              f"{st.live} live worker{'s' if st.live != 1 else ''}"
              + (f", stop requested ({st.stop_requested})" if st.stop_requested else "")]
@@ -190,6 +213,10 @@ def render(st: StudyStatus) -> str:
               " (the default baseline is not measured yet)")
         value = st.best.line or f"{st.best.metric} {st.best.label or f'{st.best.value:,.1f}'}"
         lines.append(f"best: trial {st.best.trial}, {value}{vs}")
+    if st.default_missing:
+        again = command(f"tuner enqueue {st.name} --baseline {record.DEFAULT_BASELINE}")
+        lines.append(f"default baseline (vLLM's defaults): missing, {st.default_missing}; "
+                     f"gains need it: {again} queues it again")
     trend = " -> ".join(f"{v:,.4g}" for v in st.hypervolume) or "-"
     lines.append(f"pareto front: {st.front_size} trials; hypervolume (last "
                  f"{len(st.hypervolume)}): {trend}")
