@@ -107,6 +107,24 @@ class Objective(_Section):
 
 DEFAULT_OBJECTIVES = (Objective(metric="output_throughput", direction="maximize"),
                       Objective(metric="p99_itl_ms", direction="minimize"))
+# A study file that sets a TTFT and an ITL limit asks the headline question: how much
+# traffic within both SLOs, and the p99 ITL at the traffic it expects (``file_objectives``).
+CAPACITY_OBJECTIVES = (Objective(metric="capacity_rps", direction="maximize"),
+                       Objective(metric="reference_p99_itl_ms", direction="minimize"))
+BOTH_LIMITS = ("p99_ttft_ms", "p99_itl_ms")
+
+
+def file_objectives(doc: dict[str, Any]) -> dict[str, Any]:
+    """A study file's document (parsed TOML) with the objectives it implies when it names
+    none: ``CAPACITY_OBJECTIVES`` once its ``[slo]`` sets both ``BOTH_LIMITS``, else the
+    document as it is (the schema's ``DEFAULT_OBJECTIVES`` apply). Only study files are
+    read so: a spec built in code, or stored on a study, names its objectives itself."""
+    slo = doc.get("slo")
+    if "objectives" in doc or not isinstance(slo, dict) or not all(
+            slo.get(k) is not None for k in BOTH_LIMITS):
+        return doc
+    return {**doc, "objectives": [o.model_dump(exclude_none=True)
+                                  for o in CAPACITY_OBJECTIVES]}
 
 
 # The least limits a study file may set (ms): smaller ones are seconds written in a _ms key.
@@ -329,7 +347,8 @@ class StudySpec(_Section):
                              "(and confirm_default)")
         if metrics & set(REFERENCE_METRICS) and self.capacity.reference_rate is None:
             raise ValueError("a reference_* objective needs capacity.reference_rate (the "
-                             "requests/s you expect)")
+                             "requests/s you expect; a study file with p99_ttft_ms and "
+                             "p99_itl_ms gets one unless it names its [[objectives]])")
         return self
 
     @property

@@ -18,7 +18,7 @@ from tuner.errors import StudyFileError, UsageError
 from tuner.loadgen.spec import error_text
 from tuner.loadgen.trace import load_trace
 from tuner.space import build_space
-from tuner.spec.study import StudySpec
+from tuner.spec.study import StudySpec, file_objectives
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -163,7 +163,7 @@ def load_study_file(path: str | Path) -> StudySpec:
         raise StudyFileError(f"{path}: not valid TOML: {e}") from e
     raw.setdefault("name", path.stem)
     try:
-        spec = StudySpec.model_validate(raw)
+        spec = StudySpec.model_validate(file_objectives(raw))
     except ValidationError as e:
         raise StudyFileError(_explain(path, e)) from e
     spec = _with_model_facts(spec, path)
