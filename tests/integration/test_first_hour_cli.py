@@ -207,3 +207,9 @@ def test_the_template_filled_in_makes_a_study(tmp_path, run_cli):
     code, out, err = run_cli("study", "create", path, "--storage", f"sqlite:///{tmp_path}/x.db")
     assert code == 0, err
     assert out.startswith("study my-model created in ") and "3 baselines queued" in out, out
+    # a capacity study: its TTFT and ITL limits, and no objectives named (issue 63)
+    from tuner.storage import open_study
+
+    spec = open_study("my-model", f"sqlite:///{tmp_path}/x.db").spec
+    assert spec.measures_capacity and spec.capacity.reference_rate
+    assert [o.metric for o in spec.objectives] == ["capacity_rps", "reference_p99_itl_ms"]

@@ -5,6 +5,8 @@ studies keep what they measured before the rule (issue 63)."""
 
 from __future__ import annotations
 
+import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -12,7 +14,7 @@ import pytest
 from tuner.errors import StudyFileError
 from tuner.spec.study import CAPACITY_OBJECTIVES, DEFAULT_OBJECTIVES
 from tuner.storage import load_study_file
-from tuner.testing.examples import STUDIES_DIR, ready_study_files
+from tuner.testing.examples import STUDIES_DIR, fill_template, ready_study_files
 
 pytestmark = pytest.mark.unit
 
@@ -68,3 +70,19 @@ def test_the_committed_studies_keep_their_objectives(path):
     else:
         assert tuple(spec.objectives) == expected
     assert spec.measures_capacity == (path.stem in CAPACITY_STUDIES)
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sim"])
+def test_the_template_is_a_capacity_study_with_both_limits_and_a_reference_rate(tmp_path,
+                                                                                engine):
+    text = fill_template({"MODEL_FOLDER": f"{STUDIES_DIR}/models/llama3-8b", "GPU": "h100",
+                          "VLLM_PYTHON": sys.executable})
+    assert "objectives" not in tomllib.loads(text)  # it gets them from its limits
+    if engine == "sim":  # as its comment says: to try it on the simulated engine first
+        text = text.replace('kind = "vllm"', 'kind = "sim"\ntime_scale = 2')
+    path = tmp_path / "my-model.toml"
+    path.write_text(text)
+    spec = load_study_file(path)
+    assert spec.engine.kind == engine
+    assert spec.slo.p99_ttft_ms and spec.slo.p99_itl_ms and spec.capacity.reference_rate
+    assert tuple(spec.objectives) == CAPACITY_OBJECTIVES and spec.measures_capacity
