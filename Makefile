@@ -26,7 +26,7 @@ browser:
 	  (apt-get update -qq && apt-get install -y -qq chromium docker-compose)
 
 demo: $(STAMP)
-	$(VENV)/bin/tuner demo studies/demo-sim.toml
+	$(VENV)/bin/tuner demo studies/capacity-sim.toml
 
 # PYTEST_N tests run at once (pytest-xdist; each worker has its own databases, ports and
 # TUNER_HOME). The e2e tests each start a CPU-heavy vLLM server: one worker runs them all,

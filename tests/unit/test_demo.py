@@ -1,0 +1,46 @@
+"""`make demo` shows the headline: it runs a capacity study on the simulated engine, and on
+a busy machine the demo slows the simulator's clock rather than starve its client
+(tuner.cli.demo, issue 63)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from tuner.storage import load_study_file
+
+pytestmark = pytest.mark.unit
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _make_demo_study() -> str:
+    (target,) = re.findall(r"(?m)^demo:.*\n\t.*tuner demo (\S+)", (ROOT / "Makefile").read_text())
+    return target
+
+
+def test_make_demo_runs_a_capacity_study_on_the_simulator():
+    spec = load_study_file(ROOT / _make_demo_study())
+    assert spec.measures_capacity and spec.engine.kind == "sim"
+    assert [o.metric for o in spec.objectives][0] == "capacity_rps"
+    assert spec.slo.p99_ttft_ms and spec.slo.p99_itl_ms and spec.capacity.reference_rate
+
+
+def test_the_demo_module_names_the_makefiles_study():
+    from tuner.cli.demo import MAKE_DEMO
+
+    assert MAKE_DEMO == _make_demo_study()
+
+
+@pytest.mark.parametrize("cores, load, scale", [
+    (2, 0.0, 2.0),     # quiet: the study file's scale
+    (16, 3.0, 2.0),    # busy but with cores to spare
+    (2, 1.0, 1.0),     # one busy loop on two cores: half the cores a trial needs
+    (2, 1.5, 0.5),
+    (2, 6.0, 0.5),     # never slower than a quarter of the file's scale
+])
+def test_a_busy_machine_slows_the_simulators_clock(cores, load, scale):
+    from tuner.cli.demo import paced_time_scale
+
+    assert paced_time_scale(2.0, cores, load) == scale
