@@ -36,11 +36,24 @@ def test_the_demo_module_names_the_makefiles_study():
 @pytest.mark.parametrize("cores, load, scale", [
     (2, 0.0, 2.0),     # quiet: the study file's scale
     (16, 3.0, 2.0),    # busy but with cores to spare
+    (2, 0.5, 1.5),
     (2, 1.0, 1.0),     # one busy loop on two cores: half the cores a trial needs
-    (2, 1.5, 0.5),
-    (2, 6.0, 0.5),     # never slower than a quarter of the file's scale
+    (2, 6.0, 1.0),     # never slower than half the file's scale
 ])
 def test_a_busy_machine_slows_the_simulators_clock(cores, load, scale):
     from tuner.cli.demo import paced_time_scale
 
     assert paced_time_scale(2.0, cores, load) == scale
+
+
+def test_a_slower_clock_allows_as_much_more_client_lag_in_wall_time():
+    from tuner.cli.demo import paced_spec
+
+    spec = load_study_file(ROOT / "studies/capacity-sim.toml")
+    assert paced_spec(spec, spec.engine.time_scale) == spec
+    slow = paced_spec(spec, spec.engine.time_scale / 4)
+    assert slow.engine.time_scale == spec.engine.time_scale / 4
+    # the same bound in simulated time: 4 times the wall-clock lag
+    assert slow.workload.max_client_lag_ms == 4 * spec.workload.max_client_lag_ms
+    assert slow.workload.model_dump(exclude={"max_client_lag_ms"}) == spec.workload.model_dump(
+        exclude={"max_client_lag_ms"})

@@ -31,7 +31,7 @@ log = logging.getLogger(__name__)
 MAKE_DEMO = "studies/capacity-sim.toml"
 # The cores a simulated trial keeps busy: the load generator's and the server's.
 TRIAL_CORES = 2.0
-SLOWEST = 0.25  # the most a busy machine slows the simulator, against the study file
+SLOWEST = 0.5  # the most a busy machine slows the simulator, against the study file
 
 
 def register(subparsers) -> None:
@@ -108,11 +108,23 @@ def _paced(spec: StudySpec, kept: str | None) -> StudySpec:
         if scale != spec.engine.time_scale:
             log.warning("demo: this machine is busy (load %.1f on %d cores): the simulator "
                         "runs at %gx real time, not the study file's %gx, so that the "
-                        "client keeps up", load, cores, scale, spec.engine.time_scale)
-    if scale == spec.engine.time_scale:
+                        "client's delays weigh less", load, cores, scale,
+                        spec.engine.time_scale)
+    return paced_spec(spec, scale)
+
+
+def paced_spec(spec: StudySpec, scale: float) -> StudySpec:
+    """``spec`` on a simulator at time scale ``scale``, with the client's lag allowed in
+    wall time (``workload.max_client_lag_ms``) widened as much as the clock slows: a lag of
+    L wall ms errs by L times the scale in simulated time, so the file's bound holds there.
+    A busy machine delays every wake-up of the client, whatever its load."""
+    configured = spec.engine.time_scale
+    if scale == configured:
         return spec
     engine = spec.engine.model_copy(update={"time_scale": scale})
-    return spec.model_copy(update={"engine": engine})
+    lag = spec.workload.max_client_lag_ms * configured / scale
+    workload = spec.workload.model_copy(update={"max_client_lag_ms": lag})
+    return spec.model_copy(update={"engine": engine, "workload": workload})
 
 
 def _limits(spec: StudySpec) -> str:
