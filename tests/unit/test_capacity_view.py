@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from tuner.results.capacity import capacity_label
-from tuner.runner.worker import _short
+from tuner.runner.progress import told_summary as _short
 from tuner.testing.capacity_studies import JUDGED, REFERENCE_RATE, capacity_spec, judged_curve
 from tuner.trials import record
 from tuner.trials.capacity_view import capacity_text, rests_on
