@@ -95,8 +95,10 @@ def grid_curve(grid: dict) -> Curve:
 
 
 def estimate_json(est: Capacity | None) -> dict:
+    """The estimate's figures; None for each when no level was usable (every one measured
+    the client)."""
     if est is None:
-        return {}
+        return {"capacity_rps": None, "lower": None, "upper": None, "censored": None}
     return {"capacity_rps": est.point, "lower": est.lower, "upper": est.upper,
             "censored": est.censored}
 
@@ -152,16 +154,17 @@ async def measure(profile: Profile, args, truths: dict[str, dict]) -> dict:
         with sim_server(Path(tempfile.mkdtemp()), *profile.flags, time_scale=ts) as url:
             true = await truth(url, args, ts)
     ladders = [await one_ladder(profile, args, ts, seed) for seed in args.seeds]
-    caps = [lad["capacity_rps"] for lad in ladders]
+    caps = [lad["capacity_rps"] for lad in ladders if lad["capacity_rps"] is not None]
     pairs = [(a, b) for i, a in enumerate(ladders) for b in ladders[i + 1:]]
     return {"profile": profile.name, "held_out": profile.held_out, "time_scale": ts,
             "truth": true, "ladders": ladders, "today_wall_s": await today(profile, args, ts),
-            "errors": [c / true["capacity_rps"] - 1 if true["capacity_rps"] else None
-                       for c in caps],
+            "errors": [lad["capacity_rps"] / true["capacity_rps"] - 1
+                       if true["capacity_rps"] and lad["capacity_rps"] is not None else None
+                       for lad in ladders],
             "covered": [overlap(lad, true) for lad in ladders],
             "widths": [width(lad) for lad in ladders],
             "repeats_overlap": [overlap(a, b) for a, b in pairs],
-            "repeat_error": (np.ptp(caps) / np.mean(caps) if np.mean(caps) else 0.0)}
+            "repeat_error": (np.ptp(caps) / np.mean(caps) if caps and np.mean(caps) else None)}
 
 
 def overlap(a: dict, b: dict) -> bool | None:
@@ -214,7 +217,8 @@ def report(rows: list[dict], command: str) -> str:
              "grid band | ladder rps | error | covered | width | repeats overlap | repeat | "
              "cost x today | levels |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        caps = " / ".join(f"{lad['capacity_rps']:.3f}" for lad in r["ladders"])
+        caps = " / ".join("n/a" if lad["capacity_rps"] is None else f"{lad['capacity_rps']:.3f}"
+                          for lad in r["ladders"])
         t = r["truth"]
         tint = (f"{t['capacity_rps']:.3f} [{t['lower']:.3f}, {t['upper']:.3f}]"
                 if t.get("lower") is not None else f"{t['capacity_rps']:.3f}")
@@ -225,7 +229,9 @@ def report(rows: list[dict], command: str) -> str:
         name = r["profile"] + (" (held out)" if r["held_out"] else "")
         lines.append(f"| {name} | {tint} | {t['highest_held_rps']:.3f} | {_band(r)} | "
                      f"{caps} | {errs} | {share(r['covered'])} | {widths} | "
-                     f"{share(r['repeats_overlap'])} | {r['repeat_error']:.3f} | {cost} | "
+                     f"{share(r['repeats_overlap'])} | "
+                     f"{'n/a' if r['repeat_error'] is None else format(r['repeat_error'], '.3f')} | "
+                     f"{cost} | "
                      f"{levels} |")
     for label, group in (("tuned", [r for r in rows if not r["held_out"]]),
                          ("held out", [r for r in rows if r["held_out"]])):
@@ -233,7 +239,7 @@ def report(rows: list[dict], command: str) -> str:
                   f"- error vs truth: {spread([e for r in group for e in r['errors']])}",
                   "- |error| vs truth: " + spread([abs(e) for r in group for e in r["errors"]
                                                    if e is not None]),
-                  f"- repeat error: {spread([r['repeat_error'] for r in group])}",
+                  "- repeat error: " + spread([r["repeat_error"] for r in group]),
                   "- covered (interval overlaps the truth's): "
                   + share([c for r in group for c in r["covered"]]),
                   "- interval width / point: "
