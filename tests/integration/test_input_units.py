@@ -46,7 +46,8 @@ def test_a_limit_too_small_for_milliseconds_is_refused_naming_the_unit(
 
 
 def test_the_least_limits_are_accepted(study_file, tmp_path):
-    text = BASE.format(model="models/llama3-8b") + "[slo]\np99_itl_ms = 1\np99_ttft_ms = 10\n"
+    text = (BASE.format(model="models/llama3-8b") + "[slo]\np99_itl_ms = 1\np99_ttft_ms = 10\n"
+            + "[capacity]\nreference_rate = 4\n")  # both limits: a capacity study
     code, lines, _ = _create(study_file, tmp_path, text)
     assert code == 0, lines
 

@@ -162,7 +162,9 @@ def capacity(points: Sequence[Point]) -> Capacity | None:
     upper = top if upper is None else upper
     if not censored and point > 0:
         local = local_crossing([p for p in ps if abs(p.rate / point - 1) <= LOCAL])
-        if local is not None and lower <= local[1] and local[2] <= upper:
+        whole = max((p.rate for p in ps if p.value < BIG), default=0.0)
+        if (local is not None and lower <= local[1] and local[2] <= upper
+                and local[0] <= whole):  # never past the highest level measured whole
             point, lower, upper = local
     return Capacity(top if censored else point, lower, upper, censored,
                     tuple(float(r) for r in rates))
