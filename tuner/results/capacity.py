@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from tuner.slo import Capacity, Slo
 from tuner.trials import record
+from tuner.trials.capacity_view import capacity_text
 from tuner.trials.curve import DEFAULT_TOLERANCE, Curve, Level
 from tuner.trials.record import TrialRecord
 
@@ -154,15 +155,6 @@ def highest_measured(records: Sequence[TrialRecord]) -> float | None:
 
 
 def capacity_label(trial: TrialRecord) -> str:
-    """A trial's told capacity as a report shows it: "3.61 [3.27-3.95]" (req/s, its 95 %
-    interval), ">= 3.6 [3.4-3.6] censored" when every level held, "3.6 (no interval)"
-    for a record stored before intervals, "-" without a capacity."""
-    point = trial.metric("capacity_rps")
-    if point is None:
-        return "-"
-    lo, hi = trial.metric("capacity_rps_lower"), trial.metric("capacity_rps_upper")
-    if lo is None or hi is None:
-        return f"{point:.3g} (no interval)"
-    if trial.metric("capacity_censored"):
-        return f">= {point:.3g} [{lo:.3g}-{hi:.3g}] censored"
-    return f"{point:.3g} [{lo:.3g}-{hi:.3g}]"
+    """A trial's told capacity as a report shows it (``capacity_view.capacity_text``:
+    "3.61 [3.27-3.95]", censored or "no interval" where so, "-" without a capacity)."""
+    return capacity_text(trial)
