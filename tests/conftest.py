@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,15 @@ STUDIES = REPO / "studies"
 
 
 E2E = "tests/e2e/"
+
+
+def pytest_configure(config):
+    # Every `tuner` process a test starts answers SIGHUP as one started from a terminal
+    # does, however the suite itself was started: under `nohup` (a CI job, a detached
+    # run) SIGHUP is ignored, every child inherits that, and a worker then keeps it
+    # ignored on purpose (tuner.runner.interrupts), so the SIGHUP test could not pass.
+    if signal.getsignal(signal.SIGHUP) is signal.SIG_IGN:
+        signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
 
 def pytest_collection_modifyitems(config, items):

@@ -15,8 +15,10 @@ from tuner.testing.sim_server import MODEL_NAME, sim_server
 pytestmark = pytest.mark.integration
 TIME_SCALE = 8.0
 WORKLOAD = WorkloadSpec(input_len=512, output_len=64, vocab_size=128256)
+# The subject is the verdict, not whether the client kept up: the measurement limits are
+# open, so that a loaded host (whose client lags) still gives levels to judge.
 CLOSED_LOOP = LoadSpec(max_concurrency=32, num_requests=100, warmup_requests=8,
-                       max_client_lag_ms=50.0)
+                       max_client_lag_ms=60000.0, min_gap_share=0.0)
 # Loose TTFT and ITL limits: only the TPOT limit can decide a level below saturation.
 LOOSE = dict(ttft_p99_ms=60000.0, itl_p99_ms=60000.0)
 
