@@ -13,6 +13,11 @@ Shapes (:data:`SHAPES`):
   vocabulary. Token ids match ``make_model.py`` of the offline GPU kit, so the same token
   ids mean the same text on either folder.
 
+Or any Hugging Face ``config.json`` (a Llama, Qwen2 or Mistral one: which ones the simulator
+models is ``tuner.sim.shape``'s to say, and ``tuner model make`` asks it first): the folder
+keeps that config as it is, architecture and dimensions included, except its token ids,
+which become this tokenizer's (:func:`config_for_folder`).
+
 The tokenizer is a word-level vocabulary built deterministically with the ``tokenizers``
 library (no hub, no training data): ``<unk>`` at id 0, the 94 printable ASCII characters,
 then lowercase letter strings (``aa``, ``ab``, ..., ``aaa``, ...), and the special tokens at
@@ -28,12 +33,16 @@ import json
 import string
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 BOS, EOS, UNK = "<|begin_of_text|>", "<|end_of_text|>", "<unk>"
 EOT = "<|eot_id|>"
 # Named special tokens by offset from the first special id, as in Meta-Llama-3.
 _NAMED_SPECIALS = {0: BOS, 1: EOS, 6: "<|start_header_id|>", 7: "<|end_header_id|>", 9: EOT}
+
+# What config_shape reads of a config.json.
+_CONFIG_KEYS = ("hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
+                "vocab_size", "max_position_embeddings")
 
 # Llama-3-Instruct chat template, so that /v1/chat/completions works as well.
 CHAT_TEMPLATE = (
@@ -83,6 +92,29 @@ def get_shape(name: str) -> ModelShape:
         return SHAPES[name]
     except KeyError:
         raise ValueError(f"unknown model shape {name!r}; choose one of {sorted(SHAPES)}") from None
+
+
+def config_shape(config: Mapping[str, Any]) -> ModelShape:
+    """The dimensions of a Hugging Face ``config.json``, with the tokenizer's size: its
+    vocabulary, 256 special tokens (16 for a vocabulary of 8192 or fewer). ValueError
+    naming a missing key."""
+    missing = [k for k in _CONFIG_KEYS if k not in config]
+    if missing:
+        raise ValueError(f"config.json lacks {', '.join(missing)}")
+    vocab = int(config["vocab_size"])
+    heads = int(config["num_attention_heads"])
+    return ModelShape(
+        str(config.get("model_type", "config")), int(config["hidden_size"]),
+        int(config["num_hidden_layers"]), heads, int(config.get("num_key_value_heads", heads)),
+        int(config["intermediate_size"]), vocab, int(config["max_position_embeddings"]),
+        float(config.get("rope_theta", 10000.0)), 256 if vocab > 8192 else 16)
+
+
+def config_for_folder(config: Mapping[str, Any]) -> dict[str, Any]:
+    """``config`` with the token ids of the folder's tokenizer (BOS and EOS at the top of
+    its vocabulary), every other key as given."""
+    shape = config_shape(config)
+    return {**config, "bos_token_id": shape.bos_token_id, "eos_token_id": shape.eos_token_id}
 
 
 def llama_config(shape: ModelShape) -> dict[str, Any]:
@@ -178,20 +210,26 @@ def _tokenizer_config(shape: ModelShape, tokenizer) -> dict[str, Any]:
     }
 
 
-def write_model_folder(path: str | Path, shape: str | ModelShape) -> Path:
-    """Write the model folder of ``shape`` (a name in :data:`SHAPES` or a ModelShape).
+def write_model_folder(path: str | Path, shape: str | ModelShape | Mapping[str, Any]) -> Path:
+    """Write the model folder of ``shape``: a name in :data:`SHAPES`, a ModelShape (a Llama
+    config), or a Hugging Face config.json's contents (:func:`config_for_folder`).
 
     Creates ``path`` if needed and overwrites the files it writes; the bytes depend only on
     the shape. Returns ``path`` as a Path.
     """
     if isinstance(shape, str):
         shape = get_shape(shape)
+    if isinstance(shape, ModelShape):
+        config = llama_config(shape)
+    else:
+        config = config_for_folder(shape)
+        shape = config_shape(config)
     out = Path(path)
     out.mkdir(parents=True, exist_ok=True)
     tokenizer = build_tokenizer(shape)
     tokenizer.save(str(out / "tokenizer.json"))
     files = {
-        "config.json": llama_config(shape),
+        "config.json": config,
         "generation_config.json": {
             "_from_model_config": True,
             "bos_token_id": shape.bos_token_id,

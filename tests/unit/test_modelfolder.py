@@ -163,3 +163,34 @@ def test_cli_model_make_unwritable_folder_is_a_usage_error(tmp_path, capsys):
     code, out = _run_cli(["model", "make", str(tmp_path / "file" / "m")], capsys)
     assert code == 2
     assert "cannot write" in out.err and "writable folder" in out.err
+
+
+# A small Qwen2 config.json, with the hub's token ids (which this tokenizer lacks).
+SMALL_QWEN2 = {"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2",
+               "hidden_size": 256, "intermediate_size": 512, "num_hidden_layers": 2,
+               "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 4096,
+               "max_position_embeddings": 2048, "rope_theta": 1000000.0,
+               "bos_token_id": 151643, "eos_token_id": 151645, "use_sliding_window": False,
+               "sliding_window": 2048, "max_window_layers": 2, "tie_word_embeddings": True}
+
+
+def test_a_hugging_face_config_is_kept_with_this_tokenizers_ids(tmp_path):
+    folder = write_model_folder(tmp_path / "qwen", SMALL_QWEN2)
+    config = json.loads((folder / "config.json").read_text())
+    tok = _load(folder)
+    assert tok.get_vocab_size(with_added_tokens=True) == 4096
+    assert tok.token_to_id(BOS) == config["bos_token_id"] == 4096 - 16
+    assert tok.token_to_id(EOS) == config["eos_token_id"]
+    ours = {"bos_token_id", "eos_token_id"}
+    assert {k: v for k, v in config.items() if k not in ours} == {
+        k: v for k, v in SMALL_QWEN2.items() if k not in ours}
+    generation = json.loads((folder / "generation_config.json").read_text())
+    assert generation["eos_token_id"] == config["eos_token_id"]
+    tok_cfg = json.loads((folder / "tokenizer_config.json").read_text())
+    assert tok_cfg["model_max_length"] == 2048
+
+
+def test_a_config_without_a_dimension_says_which(tmp_path):
+    with pytest.raises(ValueError, match="lacks intermediate_size"):
+        write_model_folder(tmp_path, {k: v for k, v in SMALL_QWEN2.items()
+                                      if k != "intermediate_size"})

@@ -109,7 +109,8 @@ def test_tensor_parallel_splits_weights_and_kv():
 
 
 def test_config_json_fields_are_read():
-    shape = shape_from_config({"num_hidden_layers": 2, "hidden_size": 128,
+    shape = shape_from_config({"architectures": ["LlamaForCausalLM"],
+                               "num_hidden_layers": 2, "hidden_size": 128,
                                "num_attention_heads": 4, "intermediate_size": 256,
                                "vocab_size": 1024, "max_position_embeddings": 4096})
     assert shape.num_key_value_heads == 4 and shape.head_dim == 32

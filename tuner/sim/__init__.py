@@ -26,7 +26,8 @@ import importlib
 _EXPORTS = {
     "SimOutcome": "grid", "evaluate": "grid", "evaluate_grid": "grid", "grid_points": "grid",
     "pareto_front": "grid", "GpuProfile": "profiles", "load_gpu": "profiles",
-    "ModelShape": "shape", "load_shape": "shape", "SimWorkload": "workload",
+    "ModelShape": "shape", "load_shape": "shape", "shape_from_config": "shape",
+    "MODELLED": "shape", "SimWorkload": "workload",
     "from_study": "workload", "DEFAULT_AXES": "grid", "FLAG_NAMES": "config",
     "add_serve_flags": "serveargs", "refused": "serveargs", "help_answer": "serveargs",
     "wants_help_all": "serveargs", "serve": "launch",

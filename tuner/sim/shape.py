@@ -1,4 +1,13 @@
-"""The model's shape, read from its config.json: what the memory and time models need."""
+"""The model's shape, read from its config.json: what the memory and time models need.
+
+The model covers dense decoders built of Llama's layer: RMSNorm, rotary attention with
+grouped KV heads, a gated SiLU MLP (:data:`MODELLED`). Qwen2's layer is Llama's with a bias
+on the q, k and v projections (counted in the weights); Mistral's is Llama's, with a
+sliding window where its config sets one. A config of another architecture (a mixture of
+experts such as Mixtral, Qwen2-MoE or DeepSeek-V3), with quantised weights, or with a
+sliding window that a request can outgrow is refused: :func:`shape_from_config` raises a
+one-line UsageError rather than price it as the dense model it is not.
+"""
 
 from __future__ import annotations
 
@@ -25,19 +34,29 @@ class ModelShape:
     max_position_embeddings: int
     torch_dtype: str = "bfloat16"
     tie_word_embeddings: bool = False
+    attention_head_dim: int = 0  # config.json's head_dim; 0: hidden_size / heads
+    qkv_bias: bool = False  # Qwen2's, or Llama's attention_bias (which also biases o)
+    o_bias: bool = False
 
     @property
     def head_dim(self) -> int:
-        return self.hidden_size // self.num_attention_heads
+        return self.attention_head_dim or self.hidden_size // self.num_attention_heads
+
+    @property
+    def q_size(self) -> int:
+        """Width of the query projection: every head's."""
+        return self.num_attention_heads * self.head_dim
 
     @property
     def dtype_bytes(self) -> int:
         return DTYPE_BYTES.get(self.torch_dtype, 2)
 
     def layer_params(self) -> int:
-        """Weights of one decoder layer: attention projections, gated MLP, two norms."""
-        h, kv = self.hidden_size, self.num_key_value_heads * self.head_dim
-        attention = h * h * 2 + h * kv * 2
+        """Weights of one decoder layer: attention projections (and their biases), gated
+        MLP, two norms."""
+        h, q, kv = self.hidden_size, self.q_size, self.num_key_value_heads * self.head_dim
+        attention = h * q * 2 + h * kv * 2
+        attention += (q + 2 * kv if self.qkv_bias else 0) + (h if self.o_bias else 0)
         return attention + 3 * h * self.intermediate_size + 2 * h
 
     def num_params(self) -> int:
@@ -58,15 +77,54 @@ class ModelShape:
 
 
 LLAMA3_8B = ModelShape(32, 4096, 32, 8, 14336, 128256, 8192, "bfloat16")
+# The architectures the model covers, with their config.json model_type.
+MODELLED = {"LlamaForCausalLM": "llama", "Qwen2ForCausalLM": "qwen2",
+            "MistralForCausalLM": "mistral"}
 _FIELDS = ("num_hidden_layers", "hidden_size", "num_attention_heads", "intermediate_size",
            "vocab_size", "max_position_embeddings")
+_SEE = "docs/simulator.md, Limits"
+
+
+def modelled_architecture(config: dict) -> str:
+    """The config's architecture if the model covers it; UsageError (one line) otherwise:
+    another architecture, quantised weights, or a sliding window shorter than the context."""
+    archs = config.get("architectures") or []
+    arch = archs[0] if len(archs) == 1 else None
+    if arch not in MODELLED:
+        named = ", ".join(map(str, archs)) or "none"
+        raise UsageError(f"architecture {named} is not one the simulator models: it "
+                         f"models the dense decoders {', '.join(MODELLED)} only ({_SEE})")
+    if config.get("quantization_config"):
+        raise UsageError(f"a quantization_config: the simulator models {arch} with "
+                         f"unquantised weights only ({_SEE})")
+    window = _sliding_window(arch, config)
+    if window is not None:
+        raise UsageError(f"a sliding window of {window} tokens, shorter than the "
+                         f"{config.get('max_position_embeddings')} positions: the simulator "
+                         f"models full attention only; set sliding_window to null ({_SEE})")
+    return arch
+
+
+def _sliding_window(arch: str, config: dict) -> int | None:
+    """The attention window a request can outgrow, None if attention is full. Qwen2 uses
+    its ``sliding_window`` only with ``use_sliding_window``."""
+    window = config.get("sliding_window")
+    if window is None or (arch == "Qwen2ForCausalLM" and not config.get("use_sliding_window")):
+        return None
+    if int(window) >= int(config.get("max_position_embeddings") or 0):
+        return None
+    return int(window)
 
 
 def shape_from_config(config: dict) -> ModelShape:
-    """A ModelShape from a parsed config.json; UsageError naming the missing key."""
+    """A ModelShape from a parsed config.json; UsageError (one line, which the caller
+    prefixes with where the config came from) naming the missing key, or the architecture
+    or feature the model does not cover (:func:`modelled_architecture`)."""
+    arch = modelled_architecture(config)
     missing = [k for k in _FIELDS if k not in config]
     if missing:
-        raise UsageError(f"config.json lacks {', '.join(missing)}: not a Llama-style model config")
+        raise UsageError(f"no {', '.join(missing)}: not a complete {arch} config")
+    bias = arch == "Qwen2ForCausalLM" or bool(config.get("attention_bias", False))
     return ModelShape(
         num_hidden_layers=int(config["num_hidden_layers"]),
         hidden_size=int(config["hidden_size"]),
@@ -77,15 +135,25 @@ def shape_from_config(config: dict) -> ModelShape:
         max_position_embeddings=int(config["max_position_embeddings"]),
         torch_dtype=str(config.get("torch_dtype", config.get("dtype", "bfloat16"))),
         tie_word_embeddings=bool(config.get("tie_word_embeddings", False)),
+        attention_head_dim=int(config.get("head_dim") or 0),
+        qkv_bias=bias,
+        o_bias=bias and arch != "Qwen2ForCausalLM",
     )
 
 
 def load_shape(model_dir: str | Path) -> ModelShape:
-    """Read ``MODEL_DIR/config.json``; UsageError if absent or not JSON."""
+    """Read ``MODEL_DIR/config.json``; UsageError if absent, not a JSON object, or not a
+    model the simulator covers (:func:`shape_from_config`)."""
     path = Path(model_dir) / "config.json"
     try:
-        return shape_from_config(json.loads(path.read_text()))
+        config = json.loads(path.read_text())
     except FileNotFoundError as e:
         raise UsageError(f"{path} not found: --model must be a folder with a config.json") from e
     except json.JSONDecodeError as e:
         raise UsageError(f"{path} is not valid JSON: {e}") from e
+    if not isinstance(config, dict):
+        raise UsageError(f"{path} is not a model config: a JSON object was expected")
+    try:
+        return shape_from_config(config)
+    except UsageError as e:
+        raise UsageError(f"{path}: {e}") from None

@@ -64,7 +64,7 @@ def coefficients(cfg: EngineConfig, shape: ModelShape, gpu: GpuProfile,
     return StepCoefficients(
         flops_per_token=2.0 * layers * shape.layer_params() / tp,
         flops_per_logit=2.0 * shape.hidden_size * shape.vocab_size / tp,
-        attn_flops_per_ctx=4.0 * layers * shape.hidden_size / tp,
+        attn_flops_per_ctx=4.0 * layers * shape.q_size / tp,
         weight_bytes=shape.weight_bytes(tp, act_bytes),
         kv_bytes_per_token=shape.kv_bytes_per_token(tp, cfg.kv_cache_dtype),
         flops_per_s=gpu.bf16_tflops * 1e12 * k.compute_efficiency,
