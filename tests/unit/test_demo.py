@@ -57,3 +57,30 @@ def test_a_slower_clock_allows_as_much_more_client_lag_in_wall_time():
     assert slow.workload.max_client_lag_ms == 4 * spec.workload.max_client_lag_ms
     assert slow.workload.model_dump(exclude={"max_client_lag_ms"}) == spec.workload.model_dump(
         exclude={"max_client_lag_ms"})
+
+
+# Two readings of /proc/stat one second apart (ticks of 10 ms: user nice system idle iowait
+# irq softirq steal guest guest_nice): cpu0 ran a busy loop, cpu1 idled, cpu2 is not ours.
+STAT_BEFORE = """cpu  300 0 0 900 0 0 0 0 0 0
+cpu0 100 0 0 500 0 0 0 0 0 0
+cpu1 100 0 0 400 0 0 0 0 0 0
+cpu2 100 0 0 0 0 0 0 0 0 0
+intr 5 0 0
+"""
+STAT_AFTER = """cpu  500 0 0 1000 0 0 0 0 0 0
+cpu0 198 0 2 500 0 0 0 0 0 0
+cpu1 100 0 0 495 5 0 0 0 0 0
+cpu2 200 0 0 0 0 0 0 0 0 0
+intr 9 0 0
+"""
+
+
+def test_a_busy_loop_that_just_started_counts_as_a_busy_core():
+    from tuner.cli.demo import busy_cores, paced_time_scale
+
+    busy = busy_cores(STAT_BEFORE, STAT_AFTER, {0, 1})
+    assert busy == pytest.approx(1.0)  # cpu0 all busy, cpu1 idle (iowait is idle)
+    assert busy_cores(STAT_BEFORE, STAT_AFTER, {1}) == 0.0
+    assert busy_cores(STAT_BEFORE, STAT_BEFORE, {0, 1}) == 0.0  # no time passed
+    # a quiet load average (the loop started a second ago) no longer gives the file's 2x
+    assert paced_time_scale(2.0, 2, max(0.05, busy)) == 1.0

@@ -11,6 +11,7 @@ import argparse
 import json
 import logging
 import os
+import time
 
 import optuna
 
@@ -91,9 +92,42 @@ def paced_time_scale(configured: float, cores: int, load: float) -> float:
     return float(f"{configured * max(SLOWEST, free / TRIAL_CORES):.2g}")
 
 
+def busy_cores(before: str, after: str, cpus: set[int]) -> float:
+    """How many of ``cpus`` other work kept busy between two readings of /proc/stat (its
+    ``cpuN`` lines: user, nice, system, idle, iowait, irq, softirq, steal): the share of
+    their time not idle, times their number. 0 where no listed CPU's time advanced."""
+    def times(text: str) -> dict[int, tuple[int, int]]:
+        out = {}
+        for line in text.splitlines():
+            name, *fields = line.split()
+            if name[3:].isdigit() and name.startswith("cpu") and int(name[3:]) in cpus:
+                ticks = [int(f) for f in fields[:8]]
+                out[int(name[3:])] = (sum(ticks), ticks[3] + ticks[4])
+        return out
+    start, end = times(before), times(after)
+    total = sum(end[c][0] - start[c][0] for c in end if c in start)
+    idle = sum(end[c][1] - start[c][1] for c in end if c in start)
+    return len(end) * (total - idle) / total if total > 0 else 0.0
+
+
+def _busy_now(cpus: set[int], sample_s: float = 1.0) -> float:
+    """``busy_cores`` over the next ``sample_s`` seconds; 0 where /proc/stat is unreadable.
+    The one-minute load average trails a job that started just now (a busy loop beside
+    the demo) by most of a minute; this reading does not."""
+    try:
+        with open("/proc/stat") as f:
+            before = f.read()
+        time.sleep(sample_s)
+        with open("/proc/stat") as f:
+            return busy_cores(before, f.read(), cpus)
+    except OSError:
+        return 0.0
+
+
 def _paced(spec: StudySpec, kept: str | None) -> StudySpec:
     """``spec`` with the simulator's time scale for this machine, now
-    (``paced_time_scale``); a study kept in storage ``kept`` (--keep) keeps its own."""
+    (``paced_time_scale`` of the larger of the one-minute load average and the cores busy
+    this second); a study kept in storage ``kept`` (--keep) keeps its own."""
     if spec.engine.kind != "sim":
         return spec
     scale = None
@@ -103,7 +137,9 @@ def _paced(spec: StudySpec, kept: str | None) -> StudySpec:
         except StudyNotFoundError:
             pass
     if scale is None:
-        cores, load = len(os.sched_getaffinity(0)), os.getloadavg()[0]
+        cpus = os.sched_getaffinity(0)
+        load = max(os.getloadavg()[0], _busy_now(cpus))
+        cores = len(cpus)
         scale = paced_time_scale(spec.engine.time_scale, cores, load)
         if scale != spec.engine.time_scale:
             log.warning("demo: this machine is busy (load %.1f on %d cores): the simulator "
