@@ -4,12 +4,14 @@ engine's answer to an architecture it does not model: the real `tuner` command."
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
 from tuner.testing.cli_fork import run_tuner
 
 pytestmark = pytest.mark.integration
+ROOT = Path(__file__).resolve().parents[2]
 
 # Qwen2.5-7B-Instruct's config.json as the hub serves it.
 QWEN25_7B = {"architectures": ["Qwen2ForCausalLM"], "attention_dropout": 0.0,
@@ -123,3 +125,19 @@ def test_the_simulator_serves_a_qwen2_folder_with_qwen2s_kv_cache(tmp_path):
     qwen_tokens = _kv_cache_tokens(tmp_path / "qwen", tmp_path / "qwen.json")
     llama_tokens = _kv_cache_tokens(tmp_path / "llama", tmp_path / "llama.json")
     assert qwen_tokens > 2 * llama_tokens
+
+
+def test_a_study_on_the_simulator_refuses_a_mixture_of_experts_at_creation(tmp_path):
+    _config(tmp_path / "models" / "mixtral", MIXTRAL)
+    study = (ROOT / "studies" / "capacity-sim.toml").read_text().replace(
+        'path = "models/llama3-8b"', 'path = "models/mixtral"')
+    (tmp_path / "moe-sim.toml").write_text(study)
+    db = f"sqlite:///{tmp_path / 'db.sqlite'}"
+    done = run_tuner(["study", "create", tmp_path / "moe-sim.toml", "--storage", db],
+                     timeout=120)
+    assert done.returncode == 2
+    [line] = done.stderr.strip().splitlines()
+    assert line.startswith(f"tuner: error: {tmp_path / 'moe-sim.toml'}: key 'model.path': ")
+    assert "architecture MixtralForCausalLM is not one the simulator models" in line
+    listed = run_tuner(["study", "list", "--storage", db], timeout=120)
+    assert "moe-sim" not in listed.stdout

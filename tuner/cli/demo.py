@@ -15,7 +15,7 @@ import time
 
 import optuna
 
-from tuner.cli.study import add_storage_flag
+from tuner.cli.study import add_storage_flag, check_simulated_model
 from tuner.cli.worker import run_worker
 from tuner.engine.trust import EngineTrust
 from tuner.results.summary import Summary
@@ -46,6 +46,7 @@ def register(subparsers) -> None:
 
 def _demo(args: argparse.Namespace) -> int:
     spec = load_study_file(args.file)
+    check_simulated_model(spec, args.file)
     url = resolve_url(args.storage)
     if not args.keep:
         try:

@@ -8,8 +8,10 @@ from pathlib import Path
 
 from sqlalchemy.engine import make_url
 
+from tuner.errors import UsageError
 from tuner.search.sampler import require
 from tuner.settings import settings
+from tuner.spec import StudySpec
 from tuner.storage import create_study, list_studies, load_study_file, mask, resolve_url
 from tuner.storage.load import names_itself
 from tuner.trials.queries import baseline_of
@@ -57,10 +59,26 @@ def register(subparsers) -> None:
     ls.set_defaults(func=_list)
 
 
+def check_simulated_model(spec: StudySpec, file: str) -> None:
+    """UsageError (exit 2, one line) where a study on the simulated engine names a model
+    folder here whose config.json the simulator refuses (an architecture it does not model:
+    ``tuner.sim.shape_from_config``), so that no worker launches a trial that cannot start.
+    A folder absent here (on the workers' hosts only) is left to the workers."""
+    if spec.engine.kind != "sim" or not (Path(spec.model.path) / "config.json").is_file():
+        return
+    from tuner.sim import load_shape
+
+    try:
+        load_shape(spec.model.path)
+    except UsageError as e:
+        raise UsageError(f"{file}: key 'model.path': {e}") from None
+
+
 def _create(args: argparse.Namespace) -> int:
     spec = load_study_file(args.file)
     # exit 2 now rather than a traceback in every worker
     require(spec.search.sampler, len(spec.objectives))
+    check_simulated_model(spec, args.file)
     url = resolve_url(args.storage)
     opened, created = create_study(spec, url)
     verb = "created" if created else ("updated" if opened.changed else "exists, unchanged")
