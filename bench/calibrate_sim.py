@@ -458,7 +458,7 @@ def main(argv: list[str] | None = None) -> int:
     say = lambda s: print(s, file=sys.stderr, flush=True)  # noqa: E731
     points = measured_points(json.loads(TRIALS.read_text()))
     say(f"{len(points)} measured configurations: trials {[p.trial for p in points]}")
-    current = engine_constants(PROFILES)
+    current = engine_constants(path=PROFILES)
     if args.check:
         after = simulate(points, current)
         for p, e in zip(points, errors(points, after)):

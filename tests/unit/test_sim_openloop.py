@@ -60,3 +60,15 @@ def test_the_front_end_delays_when_a_request_reaches_the_engine_not_its_arrival(
     assert later.ttfts[1] == pytest.approx(plain.ttfts[1] + 0.012)
     for a, b in zip(later.itls, plain.itls):
         assert a == pytest.approx(b)
+
+
+def test_the_front_end_delay_is_the_cores_own_unless_given():
+    import dataclasses
+
+    gpu, consts = load_gpu("h100"), engine_constants()
+    cfg = resolve({}, LLAMA3_8B, gpu)
+    slow = dataclasses.replace(consts, front_end_ms=12.0)
+    delayed = EngineCore(cfg, LLAMA3_8B, gpu, slow, check_start(cfg, LLAMA3_8B, gpu, slow))
+    plain = run_open_loop(core(), [0.0, 10.0], [1024, 1024], [8, 8], front_end_s=0.0)
+    later = run_open_loop(delayed, [0.0, 10.0], [1024, 1024], [8, 8])
+    assert later.ttfts[0] == pytest.approx(plain.ttfts[0] + 0.012)

@@ -24,6 +24,7 @@ class EngineCore:
         self.plan = plan
         self.scheduler = Scheduler(cfg, plan.num_blocks, consts.unchunked_mixes_decodes)
         self.coef = coefficients(cfg, shape, gpu, consts)
+        self.front_end_s = consts.front_end_ms * 1e-3  # arrival to the queue (API server)
         self.steps = 0
         self.peak_running = 0  # the most requests running in a step (vLLM's gauge's peak)
         self.peak_kv_usage = 0.0  # the highest KV-cache usage in a step, 0-1

@@ -63,14 +63,23 @@ class RealtimeEngine:
 
     def submit(self, prompt_len: int, max_tokens: int, hashes: list[int],
                on_token: OnToken) -> Request:
-        """Queue a request; ``on_token(index, finished, due)`` is called for each token
-        (``due``: the modelled wall time of the token, on ``time.perf_counter``'s clock)."""
+        """Queue a request, the core's front-end delay from now; ``on_token(index,
+        finished, due)`` is called for each token (``due``: the modelled wall time of the
+        token, on ``time.perf_counter``'s clock)."""
         req = Request(self.next_rid, prompt_len, max_tokens, hashes)
         self.next_rid += 1
         req.handle = on_token
-        self.core.add(req)
-        self._wake.set()
+        delay = self.core.front_end_s / self.time_scale
+        if delay > 0:
+            asyncio.get_running_loop().call_later(delay, self._join, req)
+        else:
+            self._join(req)
         return req
+
+    def _join(self, req: Request) -> None:
+        if not req.finished:  # not aborted on its way to the engine
+            self.core.add(req)
+            self._wake.set()
 
     def abort(self, req: Request) -> None:
         """Forget a request whose client went away (its blocks are freed)."""

@@ -130,7 +130,7 @@ def evaluate(flags: Mapping[str, Any], shape: ModelShape, gpu: GpuProfile,
 
     ``fast`` uses the lazy-decode loop (``fastloop.py``) unless a preemption occurs; False
     forces the reference scheduler (the same outcome, slower)."""
-    consts = consts or engine_constants()
+    consts = consts or engine_constants(gpu.key)
     cfg = resolve(flags, shape, gpu)
     started = check_start(cfg, shape, gpu, consts)
     shown = cfg.flags()

@@ -69,7 +69,7 @@ def prepare(args, env: Mapping[str, str]) -> Prepared | StartFailure:
     model_dir = args.model or args.model_tag
     shape = load_shape(model_dir)
     gpu = load_gpu(args.gpu)
-    consts = engine_constants()
+    consts = engine_constants(args.gpu)
     cfg = resolve(engine_flags(args), shape, gpu)
     started = check_start(cfg, shape, gpu, consts)
     if isinstance(started, StartFailure):

@@ -35,23 +35,23 @@ class OpenLoopRun:
 def engine_core(flags: Mapping[str, Any], gpu: str, consts: EngineConstants | None = None,
                 shape: ModelShape = LLAMA3_8B) -> EngineCore | StartFailure:
     """A fresh engine core for the engine ``flags`` on GPU profile ``gpu`` (with constants
-    ``consts``, by default the profiles' own), as the served simulator builds it; the start's
+    ``consts``, by default the profiles' own for that GPU), as the served simulator builds it; the start's
     failure where vLLM would refuse the flags."""
-    g, consts = load_gpu(gpu), consts or engine_constants()
+    g, consts = load_gpu(gpu), consts or engine_constants(gpu)
     cfg = resolve(flags, shape, g)
     plan = check_start(cfg, shape, g, consts)
     return plan if isinstance(plan, StartFailure) else EngineCore(cfg, shape, g, consts, plan)
 
 
 def run_open_loop(core: EngineCore, arrivals: Sequence[float], prompt_lens: Sequence[int],
-                  output_lens: Sequence[int], front_end_s: float = 0.0) -> OpenLoopRun:
+                  output_lens: Sequence[int], front_end_s: float | None = None) -> OpenLoopRun:
     """Replay requests arriving at ``arrivals`` (seconds, any origin, not decreasing) with
     those prompt and output lengths on ``core``, until every one has finished.
 
     A request reaches the engine's queue ``front_end_s`` after it arrives (the API server's
-    share of its TTFT: parsing, tokenising, handing it to the engine core, and streaming the
-    first token back); one that reaches it while a step runs waits for the next step, as in
-    vLLM; an idle engine waits for the next request. Raises ``ValueError`` when the lists differ
+    share of its TTFT: parsing, tokenising, handing it to the engine core; by default the
+    core's own, from its constants' ``front_end_ms``); one that reaches it while a step runs
+    waits for the next step, as in vLLM; an idle engine waits for the next request. Raises ``ValueError`` when the lists differ
     in length or the arrivals go back in time, ``RuntimeError`` when the engine stalls with
     work queued (a request the configuration can never schedule).
     """
@@ -62,6 +62,8 @@ def run_open_loop(core: EngineCore, arrivals: Sequence[float], prompt_lens: Sequ
         raise ValueError("arrivals must not decrease")
     if n == 0:
         return OpenLoopRun((), (), 0.0, 0)
+    if front_end_s is None:
+        front_end_s = core.front_end_s
     origin = arrivals[0]
     at = [a - origin for a in arrivals]  # arrivals, from the first
     joins = [a + front_end_s for a in at]  # when each reaches the engine's queue

@@ -16,6 +16,7 @@ else:  # pragma: no cover
 from tuner.errors import UsageError
 
 PROFILES_FILE = Path(__file__).with_name("profiles.toml")
+ENGINE_BY_GPU = "engine_by_gpu"  # profiles.toml's tables of per-GPU engine constants
 MIB = 1 << 20
 GIB = 1 << 30
 
@@ -69,6 +70,9 @@ class EngineConstants:
     late_gap_share_launch_bound: float = 0.0
     doubled_gap_share_multi_prefill: float = 0.0
     unchunked_mixes_decodes: bool = False
+    # The API server's share of a request's TTFT: from its arrival to the engine core's
+    # queue (parsing, tokenising, handing it over); 0: the request is queued on arrival.
+    front_end_ms: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -101,12 +105,14 @@ def _values(table: dict[str, Any]) -> dict[str, Any]:
 
 
 def sources(path: Path = PROFILES_FILE) -> dict[str, dict[str, str]]:
-    """Every constant's source, by section ("engine", "start", "gpu.h200", ...) and name."""
+    """Every constant's source, by section ("engine", "start", "gpu.h200",
+    "engine_by_gpu.h100", ...) and name."""
     data = _load(str(path))
     out = {section: {k: v["source"] for k, v in data[section].items()}
            for section in ("engine", "start")}
-    for key, table in data["gpu"].items():
-        out[f"gpu.{key}"] = {k: v["source"] for k, v in table.items()}
+    for group in ("gpu", ENGINE_BY_GPU):
+        for key, table in data.get(group, {}).items():
+            out[f"{group}.{key}"] = {k: v["source"] for k, v in table.items()}
     return out
 
 
@@ -114,8 +120,14 @@ def gpu_names(path: Path = PROFILES_FILE) -> list[str]:
     return sorted(_load(str(path))["gpu"])
 
 
-def engine_constants(path: Path = PROFILES_FILE) -> EngineConstants:
-    return EngineConstants(**_values(_load(str(path))["engine"]))
+def engine_constants(gpu: str | None = None, path: Path = PROFILES_FILE) -> EngineConstants:
+    """The engine constants of ``[engine]``; with ``gpu``, those of
+    ``[engine_by_gpu.<gpu>]`` (constants fitted on that GPU's measurements) replace them."""
+    data = _load(str(path))
+    values = _values(data["engine"])
+    if gpu is not None:
+        values.update(_values(data.get(ENGINE_BY_GPU, {}).get(gpu, {})))
+    return EngineConstants(**values)
 
 
 def start_constants(path: Path = PROFILES_FILE) -> StartConstants:
