@@ -3,14 +3,13 @@
 
     .venv/bin/python bench/sim_ladder_replay.py
     .venv/bin/python bench/sim_ladder_replay.py --set compute_efficiency=0.65 \\
-        --front-end-ms 12        # what-if: other engine constants, an API-server delay
-    .venv/bin/python bench/sim_ladder_replay.py --fit compute_efficiency front_end_ms
-                                 # fit on the ladders not held out, report them all
+        --set front_end_ms=12    # what-if: other engine constants, an API-server delay
 
 Reads ``results/<gpu>/rate-ladders/<config>-summary.json`` and each level's per-request file
 (`vllm bench serve --save-detailed`: start times, prompt and output lengths, TTFTs, ITLs),
 and replays exactly those arrivals and lengths on ``tuner.sim.openloop.run_open_loop`` with
-the configuration's flags and the GPU's profile. No HTTP, no clock: far faster than the served
+the configuration's flags, the GPU's profile and its engine constants
+(``engine_constants(gpu)``: profiles.toml's, with that GPU's fitted ones). No HTTP, no clock: far faster than the served
 simulator, and the figures carry no client's or server's scheduling noise (the served
 simulator, ``sim_ladder_error.py``, checks that path). Real and modelled figures are
 computed the same way from per-request values: p99 and median of every ITL, p99 and
@@ -18,12 +17,8 @@ median TTFT. The saturated level (all requests at once) is replayed too.
 
 Per configuration and level it prints and writes (bench/results/sim-ladder-replay.md and
 .json) the real and modelled figures with the relative error, and the capacity bracket at
-the issue's SLO pairs from each curve. A configuration is *held out* when its name is in
-the ladders README's held-out list (``HELD_OUT``, chosen before any fit); no ladder has
-fitted profiles.toml's constants yet, so by default every configuration is reported with
-them. ``--fit`` fits the named constants on the ladders not held out (Nelder-Mead on the log
-errors of the four latency figures below saturation) and reports every ladder with them; it
-prints and writes its report, never profiles.toml.
+the issue's SLO pairs from each curve. The fit of those constants, each ladder
+held out in turn, is ``sim_fit.py``'s.
 """
 
 from __future__ import annotations
@@ -43,15 +38,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tuner.sim.openloop import engine_core, run_open_loop  # noqa: E402
-from tuner.sim.profiles import engine_constants  # noqa: E402
+from tuner.sim.profiles import EngineConstants, engine_constants  # noqa: E402
 from tuner.sim.serveargs import parse_engine_flags  # noqa: E402
 from tuner.sim.startup import StartFailure  # noqa: E402
 
 OUT = ROOT / "bench/results/sim-ladder-replay"
-# Named in results/h100/rate-ladders/README.md before any fit.
-HELD_OUT = frozenset({"chunked-1024", "nonchunked-8192"})
 SLO_PAIRS = ((25.0, 1000.0), (50.0, 1000.0))  # (p99 ITL ms, p99 TTFT ms)
-LATENCY = ("p99_itl_ms", "median_itl_ms", "p99_ttft_ms", "median_ttft_ms")  # what --fit fits
+LATENCY = ("p99_itl_ms", "median_itl_ms", "p99_ttft_ms", "median_ttft_ms")
 METRICS = (*LATENCY, "output_throughput")  # tok/s: real, vLLM's; model, first arrival to end
 
 
@@ -77,15 +70,23 @@ def bracket(levels: list[dict[str, Any]], side: str, itl: float, ttft: float) ->
     return f"at least {held:g}" if held is not None else "no level"
 
 
-def replay_level(detail: dict[str, Any], flags: dict[str, Any], gpu: str, consts,
-                 front_end_s: float) -> dict[str, float]:
+def replay_level(detail: dict[str, Any], flags: dict[str, Any], gpu: str,
+                 consts) -> dict[str, float]:
+    """One level's four latency figures and output throughput on the model."""
+    return replay_requests(detail["start_times"], detail["input_lens"], detail["output_lens"],
+                           flags, gpu, consts)
+
+
+def replay_requests(starts, input_lens, output_lens, flags: dict[str, Any], gpu: str,
+                    consts) -> dict[str, float]:
+    """Requests sent at ``starts`` (seconds, any order) with those lengths, replayed on a
+    fresh engine core: the four latency figures and output throughput."""
     core = engine_core(flags, gpu, consts)
     if isinstance(core, StartFailure):
         raise SystemExit(f"error: the model refuses {flags}: {core.message}")
-    order = np.argsort(detail["start_times"], kind="stable")
-    run = run_open_loop(core, [detail["start_times"][i] for i in order],
-                        [detail["input_lens"][i] for i in order],
-                        [detail["output_lens"][i] for i in order], front_end_s)
+    order = np.argsort(starts, kind="stable")
+    run = run_open_loop(core, [starts[i] for i in order], [input_lens[i] for i in order],
+                        [output_lens[i] for i in order])
     return {**figures(list(run.ttfts), [list(x) for x in run.itls]),
             "output_throughput": run.output_tokens / run.duration_s}
 
@@ -126,20 +127,29 @@ def load(gpus: list[str] | None) -> Loaded:
     return out
 
 
-def run(loaded: Loaded, consts, front_end_s: float) -> list[dict[str, Any]]:
-    """Each ladder's levels, real and modelled, and its capacity brackets."""
+def constants(gpu: str, overrides: dict[str, Any]):
+    """The GPU's engine constants with ``overrides`` (name: value) in place."""
+    return dataclasses.replace(engine_constants(gpu), **overrides)
+
+
+def run(loaded: Loaded, overrides: dict[str, Any],
+        held_out: frozenset[str] = frozenset()) -> list[dict[str, Any]]:
+    """Each ladder's levels, real and modelled with the GPU's engine constants and
+    ``overrides``, and its capacity brackets; ``held_out`` names the ladders the
+    constants were not fitted on (reported as such)."""
     entries = []
     for gpu, config, flags, rungs in loaded:
         engine = parse_engine_flags(flags)
+        consts = constants(gpu, overrides)
         levels = []
         for rate, detail, real in rungs:
-            model = replay_level(detail, engine, gpu, consts, front_end_s)
+            model = replay_level(detail, engine, gpu, consts)
             levels.append({"rate": rate, "requests": len(detail["ttfts"]), "real": real,
                            "model": model,
                            "error": {k: model[k] / real[k] - 1 for k in METRICS}})
         finite = [lv for lv in levels if math.isfinite(lv["rate"])]
         entries.append({"gpu": gpu, "config": config, "flags": flags,
-                        "held_out": config in HELD_OUT, "levels": levels,
+                        "held_out": config in held_out, "levels": levels,
                         "capacity": [{"p99_itl_ms": i, "p99_ttft_ms": t,
                                       "real": bracket(finite, "real", i, t),
                                       "model": bracket(finite, "model", i, t)}
@@ -147,50 +157,14 @@ def run(loaded: Loaded, consts, front_end_s: float) -> list[dict[str, Any]]:
     return entries
 
 
-FRONT_END = "front_end_ms"  # the fit's name for --front-end-ms
-
-
-def fit(loaded: Loaded, keys: list[str], consts, front_end_ms: float) -> tuple[Any, float]:
-    """Nelder-Mead on the squared log errors of the four latency figures at every level
-    below saturation of the ladders not held out, from ``consts`` and ``front_end_ms``;
-    ``keys`` names engine constants and ``front_end_ms`` (started at 1 ms when 0). Returns
-    the fitted constants and front-end delay (ms). Held-out ladders never enter the
-    objective."""
-    from scipy.optimize import minimize
-
-    fitting = [lad for lad in loaded if lad[1] not in HELD_OUT]
-    if not fitting:
-        raise SystemExit("error: every ladder is held out; nothing to fit on")
-    fitting = [(g, c, f, [lv for lv in rungs if math.isfinite(lv[0])])
-               for g, c, f, rungs in fitting]
-
-    def unpack(x):
-        values = dict(zip(keys, x))
-        fe = values.pop(FRONT_END, front_end_ms)
-        return dataclasses.replace(consts, **values), fe
-
-    def loss(x) -> float:
-        if min(x) < 0:
-            return math.inf
-        c, fe = unpack(x)
-        errors = [math.log(lv["error"][k] + 1) for e in run(fitting, c, fe / 1e3)
-                  for lv in e["levels"] for k in LATENCY]
-        return sum(e * e for e in errors)
-
-    # a zero start would give the simplex no room on that axis: the delay starts at 1 ms
-    x0 = [(front_end_ms or 1.0) if k == FRONT_END else float(getattr(consts, k)) for k in keys]
-    result = minimize(loss, x0, method="Nelder-Mead",
-                      options={"maxiter": 60 * len(keys), "xatol": 1e-3, "fatol": 1e-4})
-    return unpack(result.x)
-
-
-def render(entries: list[dict[str, Any]], command: str, fitted: str = "") -> str:
+def render(entries: list[dict[str, Any]], command: str) -> str:
     lines = ["# The simulator replaying real rate ladders offline", "",
              f"Generated by `{command}`. Real / model (error); ms, output_throughput in "
-             "tok/s.", "", *fitted.splitlines()]
+             "tok/s. The constants are profiles.toml's for each GPU (with `--set`'s); each "
+             "ladder's error with the constants fitted without it: "
+             "`bench/results/sim-fit.md`.", ""]
     for e in entries:
-        kind = "held out" if e["held_out"] else "not held out"
-        lines += [f"## {e['gpu']} {e['config']} ({kind}; flags: {' '.join(e['flags']) or 'none'})",
+        lines += [f"## {e['gpu']} {e['config']} (flags: {' '.join(e['flags']) or 'none'})",
                   "", "| offered req/s | requests | " + " | ".join(METRICS) + " |",
                   "|---" * (2 + len(METRICS)) + "|"]
         for lv in e["levels"]:
@@ -204,40 +178,36 @@ def render(entries: list[dict[str, Any]], command: str, fitted: str = "") -> str
     return "\n".join(lines)
 
 
+def parse_overrides(pairs: list[str]) -> dict[str, Any]:
+    """``NAME=VALUE`` pairs as engine constants of their declared types; ``ValueError``
+    names an unknown constant or a value of the wrong type."""
+    fields = {f.name: f for f in dataclasses.fields(EngineConstants)}
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        name, _, value = pair.partition("=")
+        if name not in fields:
+            raise ValueError(f"no engine constant {name!r}")
+        kind = type(getattr(engine_constants(), name))
+        out[name] = value.lower() in ("1", "true") if kind is bool else kind(value)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--gpus", nargs="+", help="only these results folders (e.g. h100)")
     ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                     help="an engine constant other than profiles.toml's (repeatable)")
-    ap.add_argument("--front-end-ms", type=float, default=0.0,
-                    help="delay from a request's arrival to the engine's queue")
-    ap.add_argument("--fit", nargs="+", metavar="NAME",
-                    help="fit these engine constants (and front_end_ms) on the ladders not "
-                         "held out, then report every ladder with the fitted values")
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args(argv)
-    consts = engine_constants()
     try:
-        overrides = {k: type(getattr(consts, k))(v) for k, v in (s.split("=", 1) for s in args.set)}
-        consts = dataclasses.replace(consts, **overrides)
-        unknown = [k for k in args.fit or () if k != FRONT_END and not hasattr(consts, k)]
-        if unknown:
-            raise AttributeError(f"no engine constant {', '.join(unknown)}")
-    except (ValueError, AttributeError, TypeError) as exc:
+        overrides = parse_overrides(args.set)
+    except ValueError as exc:
         print(f"error: --set NAME=VALUE with an engine constant's name: {exc}", file=sys.stderr)
         return 2
-    loaded = load(args.gpus)
-    front_end_ms = args.front_end_ms
-    fitted = ""
-    if args.fit:
-        consts, front_end_ms = fit(loaded, args.fit, consts, front_end_ms)
-        values = {k: front_end_ms if k == FRONT_END else getattr(consts, k) for k in args.fit}
-        fitted = ("Fitted on the ladders not held out: " + ", ".join(
-            f"{k} = {v:.4g}" for k, v in values.items()) + ".\n\n")
-    entries = run(loaded, consts, front_end_ms / 1e3)
+    entries = run(load(args.gpus), overrides)
     command = "python bench/sim_ladder_replay.py " + " ".join(argv if argv is not None
                                                               else sys.argv[1:])
-    text = render(entries, command.strip(), fitted)
+    text = render(entries, command.strip())
     print(text)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.with_suffix(".md").write_text(text + "\n")

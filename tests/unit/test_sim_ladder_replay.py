@@ -8,8 +8,6 @@ import math
 import sys
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "bench"))
 
@@ -47,19 +45,3 @@ def test_a_run_reads_the_real_figures_vllm_reported_and_models_every_level(tmp_p
 def test_a_constant_the_engine_lacks_is_refused(capsys):
     assert replay.main(["--set", "no_such_constant=1"]) == 2
     assert "engine constant" in capsys.readouterr().err
-
-
-def test_a_fit_never_reads_a_held_out_ladder(monkeypatch):
-    # two ladders are enough to show it (a fit replays every ladder it reads, many times)
-    loaded = [x for x in replay.load(["h100"]) if x[1] in ("default", "chunked-512")]
-    assert {c for _, c, _, _ in loaded} == {"default", "chunked-512"}
-    consts = replay.engine_constants()
-    monkeypatch.setattr(replay, "HELD_OUT", frozenset({"chunked-512"}))
-    with_it, fe1 = replay.fit(loaded, ["compute_efficiency"], consts, 0.0)
-    without, fe2 = replay.fit([x for x in loaded if x[1] != "chunked-512"],
-                              ["compute_efficiency"], consts, 0.0)
-    assert with_it.compute_efficiency == without.compute_efficiency
-    assert with_it.compute_efficiency != consts.compute_efficiency  # the fit moved it
-    monkeypatch.setattr(replay, "HELD_OUT", frozenset({"default", "chunked-512"}))
-    with pytest.raises(SystemExit, match="held out"):
-        replay.fit(loaded, ["compute_efficiency"], consts, 0.0)
