@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY      = $(VENV)/bin/python
 STAMP   = $(VENV)/.installed
 
-.PHONY: demo test test-fast bench bench-search bench-ladder bench-sim-ladder bench-sim-replay venv vllm-cpu
+.PHONY: demo test test-fast bench bench-search bench-search-capacity bench-ladder bench-sim-ladder bench-sim-replay venv vllm-cpu
 .PHONY: browser up down clean lint
 
 $(STAMP): pyproject.toml
@@ -51,6 +51,13 @@ bench: $(STAMP)
 SLOW_RUNS := bench/results/search-gp.json bench/results/search-botorch.json
 bench-search: $(STAMP)
 	nice -n 10 $(PY) bench/search.py --merge $(SLOW_RUNS)
+
+# the search measured on capacity studies (issue 64): the default against random search,
+# TPE and GPSampler (merged from its own file), a paired test per profile:
+# bench/results/search-capacity.md
+bench-search-capacity: $(STAMP)
+	nice -n 10 $(PY) bench/search_capacity.py --processes 2 \
+		--merge bench/results/search-capacity-gp.json
 
 # the load ladder's capacity against a grid of long open-loop runs, its cost and repeat
 # error, on the simulator: bench/results/ladder.md (SMALL=1: a quick try)

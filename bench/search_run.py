@@ -62,6 +62,19 @@ def _tell(study: optuna.Study, trial: optuna.Trial, told: TrialRecord, constrain
     study.tell(trial, list(told.values))
 
 
+def tell_duplicate(study: optuna.Study, trial: optuna.Trial, prop: Proposal,
+                   base: TrialRecord, constraints: bool) -> bool:
+    """Tell a proposal that repeats a measured configuration the earlier result, as the
+    runner does (no launch); False for a baseline or a new configuration."""
+    if prop.baseline:
+        return False
+    seen = queries.already_measured(queries.load_records(study), prop.flags, trial.number)
+    if seen is None:
+        return False
+    _tell(study, trial, record.duplicate(seen, base), constraints)
+    return True
+
+
 def _enqueue_autotune(study: optuna.Study, profile: Profile, seed: int) -> int:
     """vLLM auto_tune's grid (other flags at vLLM's defaults), in a seeded order."""
     space = profile.space
@@ -148,14 +161,10 @@ def run_one(profile: Profile, truth: Truth, c: Contender, seed: int,
                                                                prop.infeasible, "log_tail": ""}, base))
                 dup_run = 0
                 continue
-            if not prop.baseline:
-                seen = queries.already_measured(queries.load_records(study), prop.flags,
-                                                trial.number)
-                if seen is not None:
-                    _tell(study, trial, record.duplicate(seen, base), plan.constraints)
-                    dups += 1
-                    dup_run += 1
-                    continue
+            if tell_duplicate(study, trial, prop, base, plan.constraints):
+                dups += 1
+                dup_run += 1
+                continue
             dup_run = 0
             running.append((trial, prop, base))
             continue

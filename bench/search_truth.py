@@ -29,7 +29,8 @@ from tuner.trials.reference import study_rule
 ROOT = Path(__file__).resolve().parents[1]
 CACHE = Path(os.environ.get("TUNER_SEARCH_CACHE",
                            Path.home() / ".cache" / "tuner-bench-search"))
-MODELS = {"llama3-8b-h200": "studies/models/llama3-8b"}  # its file names a GPU-box path
+MODELS = {"llama3-8b-h200": "studies/models/llama3-8b",  # their files name a GPU-box path
+          "llama3-8b-h100-capacity": "studies/models/llama3-8b"}
 PROFILES = ("llama3-8b-h200", "chat-shared-prefix-h200", "llama3-70b-tp2-h200")
 # Profiles no design choice or constant of the default sampler was chosen on, reported apart
 HELD_OUT = ("llama3-8b-h200-summarise", "llama3-8b-h200-longgen",
@@ -110,15 +111,19 @@ class Truth:
         self.new.update(entries)
 
     def save(self) -> None:
-        if not self.new:
-            return
-        CACHE.mkdir(parents=True, exist_ok=True)
-        on_disk = json.loads(self.path.read_text()) if self.path.is_file() else {}
-        on_disk.update(self.known)
-        tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(on_disk))
-        tmp.replace(self.path)
-        self.new = {}
+        if self.new:
+            save_outcomes(self.path, self.known)
+            self.new = {}
+
+
+def save_outcomes(path: Path, known: Mapping[str, Any]) -> None:
+    """Add ``known`` to the cache file ``path`` (written whole, then moved into place)."""
+    CACHE.mkdir(parents=True, exist_ok=True)
+    on_disk = json.loads(path.read_text()) if path.is_file() else {}
+    on_disk.update(known)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(on_disk))
+    tmp.replace(path)
 
 
 def server_view(o) -> dict[str, float]:
