@@ -39,10 +39,11 @@ from optuna.distributions import BaseDistribution, CategoricalDistribution
 
 from tuner.space.defaults import CAPTURE_TOP, cudagraph_capture_size
 from tuner.space.distributions import movable
+from tuner.space.levers import BUDGET
+from tuner.space.levers import SEQUENCES as SEQS
 from tuner.trials.parts import ServerView
 
-SEQS, MEMORY, PREFIX = "max_num_seqs", "gpu_memory_utilization", "enable_prefix_caching"
-BUDGET = "max_num_batched_tokens"
+MEMORY, PREFIX = "gpu_memory_utilization", "enable_prefix_caching"
 MARGIN = 0.9  # a peak under 90% of a cap: the cap was never reached
 NO_HITS = 0.01  # a prefix-cache hit rate under 1%: nothing was found cached
 

@@ -9,6 +9,7 @@ from typing import Callable, Mapping
 from tuner.space import build_space, repair
 from tuner.space.compile_grid import snap
 from tuner.space.distributions import clip
+from tuner.space.levers import BUDGET, SEQUENCES
 from tuner.trials.reference import ReferenceRule, study_rule
 
 MOVE = "front:move"  # the trial's system attribute that holds its proposal's move
@@ -16,16 +17,16 @@ OBJECTIVES = (1, 2, 3)  # the numbers of objectives the sampler serves
 STARTS = "starts"  # the constraint told > 0 when a configuration did not start
 
 PROBES: tuple[Mapping[str, float], ...] = (
-    {"max_num_batched_tokens": 0.125, "max_num_seqs": 0.125},  # towards low latency
+    {BUDGET: 0.125, SEQUENCES: 0.125},  # towards low latency
     # the article's chunked launch: its budget (a 32nd of the default's 8,192) and, as vLLM
     # runs that launch, the sequences capped at the budget (the rules' budget-covers-seqs)
-    {"max_num_batched_tokens": 1 / 32},
-    {"max_num_batched_tokens": 0.25},
-    {"max_num_seqs": 0.25},
+    {BUDGET: 1 / 32},
+    {BUDGET: 0.25},
+    {SEQUENCES: 0.25},
     # the one-flag probes mirrored: the other side of the parent (a response need not be
     # monotonic; clipped to the space, so a flag already at its top makes no probe)
-    {"max_num_batched_tokens": 4.0},
-    {"max_num_seqs": 4.0},
+    {BUDGET: 4.0},
+    {SEQUENCES: 4.0},
 )
 CORNER = 1  # the index in PROBES of the article's low-latency corner (``corner_probe``)
 MIRRORED = (4, 5)  # the indices in PROBES of the mirrored probes (``mirrored_probes``)
