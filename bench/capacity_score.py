@@ -82,7 +82,7 @@ def paired_test(a: Sequence[float], b: Sequence[float]) -> Paired:
     from scipy.stats import wilcoxon
 
     pairs = [(x, y) for x, y in zip(a, b) if not (math.isnan(x) or math.isnan(y))]
-    diffs = [x - y for x, y in pairs]
+    diffs = [0.0 if x == y else x - y for x, y in pairs]  # inf and inf: a tie
     wins = sum(d > 0 for d in diffs)
     losses = sum(d < 0 for d in diffs)
     med = median(diffs)

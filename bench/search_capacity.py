@@ -193,6 +193,24 @@ def earlier(path: Path, profiles, trials: int, log) -> list[dict]:
     return [r for r in old["runs"] if r["profile"] in profiles]
 
 
+def merge_into(data: dict, paths, log) -> dict:
+    """``data`` with the runs of ``paths`` (same simulator source and trials) whose
+    profile/SLO/contender it lacks, their commands kept, and the bests computed again."""
+    have = {(r["profile"], r["slo"], r["contender"]) for r in data["runs"]}
+    for path in paths:
+        old = json.loads(Path(path).read_text()) if Path(path).is_file() else {}
+        if old.get("simulator") != data["simulator"] or old.get("trials") != data["trials"]:
+            log(f"merge: {path} is missing or made on another simulator source; left out")
+            continue
+        data["runs"] += [r for r in old["runs"]
+                         if (r["profile"], r["slo"], r["contender"]) not in have]
+        data["commands"] = data.get("commands", [data["command"]]) + [old["command"]]
+        data["wall_s"] += old["wall_s"]
+    names = sorted({r["profile"] for r in data["runs"]})
+    data["bests"] = bests(names, data["runs"])
+    return data
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seeds", type=int, default=10)
@@ -216,6 +234,9 @@ def main(argv=None) -> int:
                           *(argv if argv is not None else sys.argv[1:])])
     if args.report_only:
         data = json.loads(out.with_suffix(".json").read_text())
+        if args.merge:
+            data = merge_into(data, args.merge, log)
+            out.with_suffix(".json").write_text(json.dumps(data, default=str))
         capacity_report.write(data, out.with_suffix(".md"))
         return 0
     chosen = [i for i, c in enumerate(CONTENDERS)

@@ -63,6 +63,9 @@ def test_a_study_that_never_reached_ranks_last_in_the_paired_test():
     b = [-math.inf] * 6
     t = paired_test(a, b)
     assert t.wins == 6 and t.p < 0.05 and t.median_diff == math.inf
+    # neither reached on a seed: a tie, not a NaN that would spoil the test
+    both = paired_test(a + [-math.inf] * 4, b + [-math.inf] * 4)
+    assert (both.n, both.wins, both.losses) == (10, 6, 0) and both.p == pytest.approx(t.p)
 
 
 def test_median_and_quartiles_keep_inf_as_the_largest():
@@ -77,3 +80,27 @@ def test_bisection_finds_the_highest_rate_that_holds_within_its_tolerance():
     assert bisect_capacity(lambda r: r <= 7.3, 0.1, 40.0, 0.01) <= 7.3
     assert bisect_capacity(lambda r: False, 0.1, 40.0, 0.01) == 0.0
     assert bisect_capacity(lambda r: True, 0.1, 40.0, 0.01) == 40.0  # censored at the top
+
+
+def test_the_start_cost_model_reads_the_committed_h100_phases(tmp_path):
+    import json
+    from start_cost import load
+    trials = [  # eager; compiled after the machine's first; the first (it paid the import)
+        {"flags": {"enforce_eager": True}, "phases": {"start": 10.0, "ladder": 80.0,
+                                                      "stop": 0.5, "gpu_release": 0.5}},
+        {"flags": {}, "phases": {"start": 30.0, "ladder": 90.0, "stop": 1.0},
+         "start_phases": {"process_start": 1.0}},
+        {"flags": {}, "phases": {"start": 90.0, "ladder": 70.0, "stop": 1.0},
+         "start_phases": {"process_start": 20.0}},
+        {"flags": {}, "phases": {}},  # interrupted: no phases, not counted
+    ]
+    path = tmp_path / "trials.json"
+    path.write_text(json.dumps(trials))
+    c = load(path)
+    assert (c.eager, c.compiled, c.first, c.import_s, c.ladder) == (10.0, 30.0, 90.0, 20.0, 80.0)
+    assert c.trial_s(eager=False, first=False, started=True, warmup_s=15.0) == 30 + 15 + 80 + 1
+    assert c.trial_s(eager=True, first=True, started=True, warmup_s=0.0, gpus=2) == \
+        2 * (10 + 20 + 80 + 1)
+    assert c.trial_s(eager=False, first=True, started=False, warmup_s=15.0) == 90.0
+    committed = load()  # the H100 study: its README's medians
+    assert round(committed.compiled, 1) == 27.3 and round(committed.first, 1) == 88.2
