@@ -20,7 +20,8 @@ import optuna
 
 from capacity_score import Trial
 from capacity_truth import CapacityProfile, CapacityTruth
-from search_run import MAX_DUPLICATES_IN_A_ROW, Contender, _tell, tell_duplicate
+from search_run import (MAX_DUPLICATES_IN_A_ROW, Contender, _tell, ask_timed,
+                        rules_infeasible, tell_duplicate)
 from start_cost import StartCost
 from tuner.runner.proposal import propose
 from tuner.search import FrontSettings, warm_start
@@ -71,15 +72,9 @@ def run_study(cp: CapacityProfile, truth: CapacityTruth, c: Contender, seed: int
         if dup_run >= MAX_DUPLICATES_IN_A_ROW:
             stopped = f"{dup_run} duplicates in a row"
             break
-        t0 = time.perf_counter()
-        trial = study.ask(dists)
-        prop = propose(cp.base.space, trial)
-        ask_ms.append((time.perf_counter() - t0) * 1000)
-        base = prop.record()
+        trial, prop, base = ask_timed(study, dists, cp.base.space, ask_ms)
         if prop.infeasible:
-            _tell(study, trial, record.infeasible(cp.spec, {"class": "rules", "message":
-                                                            prop.infeasible, "log_tail": ""},
-                                                  base), plan.constraints)
+            _tell(study, trial, rules_infeasible(cp.spec, prop, base), plan.constraints)
             done += 1
             dup_run = 0
             continue

@@ -62,6 +62,24 @@ def _tell(study: optuna.Study, trial: optuna.Trial, told: TrialRecord, constrain
     study.tell(trial, list(told.values))
 
 
+def ask_timed(study: optuna.Study, dists, space, ask_ms: list[float]
+              ) -> tuple[optuna.Trial, Proposal, TrialRecord]:
+    """Ask ``study`` for a trial and turn it into a proposal on ``space``; the ask's
+    milliseconds are appended to ``ask_ms``. Returns the trial, its proposal and the
+    proposal's base record."""
+    t0 = time.perf_counter()
+    trial = study.ask(dists)
+    prop = propose(space, trial)
+    ask_ms.append((time.perf_counter() - t0) * 1000)
+    return trial, prop, prop.record()
+
+
+def rules_infeasible(spec, prop: Proposal, base: TrialRecord) -> TrialRecord:
+    """The record of a proposal the space's rules refuse (``prop.infeasible`` says why)."""
+    return record.infeasible(spec, {"class": "rules", "message": prop.infeasible,
+                                    "log_tail": ""}, base)
+
+
 def tell_duplicate(study: optuna.Study, trial: optuna.Trial, prop: Proposal,
                    base: TrialRecord, constraints: bool) -> bool:
     """Tell a proposal that repeats a measured configuration the earlier result, as the
@@ -150,15 +168,10 @@ def run_one(profile: Profile, truth: Truth, c: Contender, seed: int,
     while len(outcomes) < n_trials:
         if (len(running) < c.workers and len(outcomes) + len(running) < n_trials
                 and (limit is None or asked < limit) and dup_run < MAX_DUPLICATES_IN_A_ROW):
-            t0 = time.perf_counter()
-            trial = study.ask(dists)
-            prop = propose(profile.space, trial)
-            ask_ms.append((time.perf_counter() - t0) * 1000)
+            trial, prop, base = ask_timed(study, dists, profile.space, ask_ms)
             asked += 1
-            base = prop.record()
             if prop.infeasible:
-                finish(trial, record.infeasible(profile.spec, {"class": "rules", "message":
-                                                               prop.infeasible, "log_tail": ""}, base))
+                finish(trial, rules_infeasible(profile.spec, prop, base))
                 dup_run = 0
                 continue
             if tell_duplicate(study, trial, prop, base, plan.constraints):
