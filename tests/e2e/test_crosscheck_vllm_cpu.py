@@ -43,7 +43,7 @@ LADDER = "[slo]\np99_itl_ms = 5000\n[capacity]\nladder = true\nlevel_s = 2\n"
 
 @pytest.fixture(scope="module")
 def forked_bench(tmp_path_factory):
-    """A ``Starter`` that forks `vllm bench serve` from one supervisor for this module's
+    """A ``Spawn`` that forks `vllm bench serve` from one supervisor for this module's
     tests, with the processes it started (each must be a fork: no silent fallback)."""
     preimported = Preimported(tmp_path_factory.mktemp("bench-supervisor"), crosscheck.BENCH_ALSO)
     started = []

@@ -9,7 +9,7 @@ import asyncio
 
 import pytest
 
-from tuner.capacity.run import climb, run_ladder
+from tuner.capacity.run import run_ladder
 from tuner.loadgen import SLO, LoadSpec, WorkloadSpec, run_benchmark
 from tuner.loadgen.ladder import LadderPlan, level_requests
 from tuner.testing.traces import TraceShape, write_trace
@@ -82,11 +82,12 @@ def test_a_ladder_on_a_trace_replays_it_at_speed_ups_on_the_real_server(tiny_ser
 
     async def trial():
         first = await run_benchmark(url, model, workload, replay, slo=slo)
-        return first, await climb(url, model, workload, replay, slo, LadderPlan(max_levels=2),
-                                  saturated=first.metrics["request_throughput"],
-                                  level_s=level_s)
+        return first, await run_ladder(url, model, workload, replay, slo,
+                                       LadderPlan(max_levels=2), level_s=level_s,
+                                       warmup=first)
 
-    first, curve = asyncio.run(trial())
+    first, run = asyncio.run(trial())
+    curve = run.curve
     curve = Curve.from_json(curve.to_json())
     assert first.metrics["completed"] == 24 and curve.saturated_rps > 0
     assert 1 <= len(curve.levels) <= 2

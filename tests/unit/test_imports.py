@@ -3,6 +3,7 @@
 The layers, lowest first: a package may import only packages of a lower rank (and itself):
 
     errors, optuna_adapter, settings, limits,  0
+      clock (the trial loop's time),
       numerics (which flag values are lossy),
       slo (the SLO's verdict and the capacity fit)
     home, trials, loadgen, modelfolder,        1   the trial record is the hub: every layer
@@ -36,7 +37,7 @@ ROOT = Path(__file__).resolve().parents[2] / "tuner"
 
 RANK = {
     "__init__": 0, "errors": 0, "optuna_adapter": 0, "settings": 0, "limits": 0,
-    "numerics": 0, "slo": 0,
+    "numerics": 0, "slo": 0, "clock": 0,
     "home": 1, "trials": 1, "loadgen": 1, "modelfolder": 1, "installed": 1,
     "spec": 2, "space": 2, "sim": 2, "capacity": 2,
     "storage": 3, "engine": 3,

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from tuner.errors import BenchmarkError, UsageError
-from tuner.loadgen.benchmark import BenchmarkResult, run_benchmark
+from tuner.loadgen.benchmark import Bench, BenchmarkResult, run_benchmark
 from tuner.loadgen.ladder import LadderPlan, assess, level_requests, next_rate
 from tuner.loadgen.replay import Trace, speedup_for
 from tuner.loadgen.spec import SLO, LoadSpec, WorkloadSpec
@@ -53,39 +53,43 @@ class LadderRun:
 
 async def run_ladder(base_url: str, model: str, workload: WorkloadSpec, load: LoadSpec,
                      slo: SLO, plan: LadderPlan = LadderPlan(), *, level_s: float = 60.0,
-                     on_level: OnLevel | None = None, time_scale: float = 1.0) -> LadderRun:
+                     on_level: OnLevel | None = None, time_scale: float = 1.0,
+                     warmup: BenchmarkResult | None = None,
+                     bench: Bench = run_benchmark) -> LadderRun:
     """Warm up, then measure levels until the ladder is done; the curve of the levels.
+    The one entry point of a ladder: the trial's (``tuner.runner.measure``), the
+    benchmarks' and the tests'.
 
     The warm-up runs first on purpose: the first run on a fresh server reads a higher p99
     ITL than later ones (docs/loadgen.md, "The first run on a fresh server"), and a ladder
     level must not pay for it; the warm-up at full load absorbs it and gives the saturated
-    throughput. ``load`` must be a closed loop (``max_concurrency``, no request rate);
-    its ``burstiness``, endpoint and client settings apply to the levels too. ``slo``
-    must set an objective: a level holds when every one is met by the run (p99 TTFT, p99
-    ITL...), no request failed and the run measured the server, not the client.
-    ``on_level(k, n, rate)`` is called before level k (1-based) of at most n, at ``rate``
-    requests/s. Rates, durations and figures are the server's time (simulated time on a
-    simulator running ``time_scale`` times faster than real time). BenchmarkError when
-    the warm-up completes no request.
+    throughput. Given ``warmup`` (a trial's own saturated benchmark on the same server),
+    that run is the warm-up and none is run here; else ``load`` must be a closed loop
+    (``max_concurrency``, no request rate). ``load``'s ``burstiness``, endpoint and client
+    settings apply to the levels too. ``slo`` must set an objective: a level holds when
+    every one is met by the run (p99 TTFT, p99 ITL...), no request failed and the run
+    measured the server, not the client. ``on_level(k, n, rate)`` is called before level
+    k (1-based) of at most n, at ``rate`` requests/s. Each run is ``bench``'s (the load
+    generator's ``run_benchmark``, or an in-process stand-in). Rates, durations and
+    figures are the server's time (simulated time on a simulator running ``time_scale``
+    times faster than real time). BenchmarkError when the warm-up completes no request.
     """
-    if not load.closed_loop or slo.empty:
+    if slo.empty or (warmup is None and not load.closed_loop):
         raise UsageError("a ladder needs a closed-loop load for its warm-up "
                          "(max_concurrency, no request_rate) and at least one SLO")
-    warm = await run_benchmark(base_url, model, workload, load, slo=slo, time_scale=time_scale)
+    warm = warmup or await bench(base_url, model, workload, load, slo=slo,
+                                 time_scale=time_scale)
     if not warm.metrics.get("completed"):
         raise BenchmarkError(f"the ladder's warm-up completed no request: {warm.invalid_reason}")
-    curve = await climb(base_url, model, workload, load, slo, plan,
-                        saturated=warm.metrics.get("request_throughput", 0.0),
-                        level_s=level_s, on_level=on_level, time_scale=time_scale)
+    curve = await _climb(bench, base_url, model, workload, load, slo, plan,
+                         saturated=warm.metrics.get("request_throughput", 0.0),
+                         level_s=level_s, on_level=on_level, time_scale=time_scale)
     return LadderRun(curve, warm)
 
 
-async def climb(base_url: str, model: str, workload: WorkloadSpec, load: LoadSpec, slo: SLO,
-                plan: LadderPlan, *, saturated: float, level_s: float = 60.0,
-                on_level: OnLevel | None = None, time_scale: float = 1.0) -> Curve:
-    """The ladder's levels after a warm-up that measured ``saturated`` requests/s on the
-    same server (``run_ladder``'s, or a trial's own saturated benchmark): as
-    ``run_ladder`` says, from its first level on."""
+async def _climb(bench: Bench, base_url: str, model: str, workload: WorkloadSpec,
+                 load: LoadSpec, slo: SLO, plan: LadderPlan, *, saturated: float,
+                 level_s: float, on_level: OnLevel | None, time_scale: float) -> Curve:
     judged = slo.judged(plan.tolerance)
     levels: list[Level] = []
     while (rate := next_rate([lv.point(judged) for lv in levels if lv.usable],
@@ -97,11 +101,11 @@ async def climb(base_url: str, model: str, workload: WorkloadSpec, load: LoadSpe
         for attempt in range(1 + CLIENT_RETRIES):
             if attempt:  # the client, not the server, was measured: measure the level again
                 await asyncio.sleep(CLIENT_PAUSE_S)
-            result = await run_benchmark(base_url, model, seeded,
-                                         level_load(load, rate, level_s, time_scale,
-                                                    workload=workload),
-                                         slo=slo, time_scale=time_scale,
-                                         stop_on_miss=stops_on_miss(plan, rate))
+            result = await bench(base_url, model, seeded,
+                                 level_load(load, rate, level_s, time_scale,
+                                            workload=workload),
+                                 slo=slo, time_scale=time_scale,
+                                 stop_on_miss=stops_on_miss(plan, rate))
             if result.valid or not (result.lag_reason
                                     or result.metrics.get("coalesced_reads")):
                 break

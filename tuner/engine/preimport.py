@@ -1,7 +1,7 @@
 """Pre-imported starts: fork each trial's server from a process that imported vLLM once.
 
 A plain start spends 22-24 s importing torch and vLLM before the API server logs anything
-(docs/starts.md). ``Preimported`` is a ``Starter`` (``tuner.engine.supervisor``) that
+(docs/starts.md). ``Preimported`` is a ``Spawn`` (``tuner.engine.supervisor``) that
 keeps one supervisor per worker slot (``forkserver.py``, run by the engine's own Python)
 and asks it to fork the trial's server: the same ``python -m MODULE ARGS``, in its own
 process group, with the trial's whole environment and log. It falls back to
@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Mapping, Sequence
 
 from tuner.engine.forkclient import ForkedProcess, ForkServer, ForkServerError, as_started, \
     env_refusal, module_launch
-from tuner.engine.supervisor import Process, Starter, plain_start
+from tuner.engine.supervisor import Process, Spawn, plain_start
 
 if TYPE_CHECKING:
     from tuner.spec.study import StudySpec
@@ -35,7 +35,7 @@ log = logging.getLogger(__name__)
 
 
 class Preimported:
-    """A ``Starter`` that forks from this slot's supervisor, else starts plainly; the
+    """A ``Spawn`` that forks from this slot's supervisor, else starts plainly; the
     supervisor imports ``also`` too (what the module imports only when it runs)."""
 
     def __init__(self, folder: Path, also: Sequence[str] = ()) -> None:
@@ -90,7 +90,7 @@ class Preimported:
 _SLOTS: dict[Path, Preimported] = {}
 
 
-def for_study(spec: "StudySpec", folder: Path, also: Sequence[str] = ()) -> Starter:
+def for_study(spec: "StudySpec", folder: Path, also: Sequence[str] = ()) -> Spawn:
     """The starter of a study's vLLM processes whose supervisor lives in ``folder`` (one
     per slot and program: the servers in the slot's log folder, `vllm bench serve` in a
     folder below it): ``plain_start``, or (``engine.start = "preimported"``) that

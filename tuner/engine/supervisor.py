@@ -1,6 +1,13 @@
 """One supervised server per trial: its own process group, pinned GPUs, a log file, a
 health wait that tells "exited with code N" from "not ready within T s", and a stop that
-sends SIGTERM, waits a grace period, then SIGKILLs whatever is left of the group."""
+sends SIGTERM, waits a grace period, then SIGKILLs whatever is left of the group.
+
+Two seams: a ``Spawn`` starts a process (plainly, or forked from a pre-imported one:
+``tuner.engine.preimport``); a ``Starter`` starts an engine and hands back an ``Engine``
+that the trial waits on, benchmarks and stops. ``process_starter`` is the product's
+``Starter`` (a ``Server`` on a ``Spawn``); an in-process stand-in is another
+(``tuner.testing.sim_bench``).
+"""
 
 from __future__ import annotations
 
@@ -36,7 +43,36 @@ class Process(Protocol):
 
 
 # argv, the whole environment, the log file (opened for appending) -> the started process
-Starter = Callable[[Sequence[str], Mapping[str, str], Path], Process]
+Spawn = Callable[[Sequence[str], Mapping[str, str], Path], Process]
+
+
+class Engine(Protocol):
+    """A started engine, as a trial sees it: where it serves, whether it exited, its log,
+    a wait until it is ready and a stop (``Server`` is one)."""
+
+    url: str
+    log_path: Path
+
+    def returncode(self) -> int | None:
+        """The exit code once it exited, else None."""
+
+    def log(self) -> str:
+        """Its log so far ("" when none can be read)."""
+
+    def wait_healthy(self, timeout_s: float) -> float:
+        """Seconds from its start until it serves; EngineExitedError when it exited first,
+        EngineTimeoutError after ``timeout_s``."""
+
+    def stop(self, grace_s: float) -> float:
+        """Stop it and everything it started; the seconds that took. Idempotent."""
+
+
+class Starter(Protocol):
+    """Starts the engine of ``launch`` on ``port`` with its log at ``log_path``, owning
+    ``gpus`` while it runs; the engine is started when the call returns."""
+
+    def __call__(self, launch: Launch, port: int, log_path: Path,
+                 gpus: Sequence[int]) -> Engine: ...
 
 
 def plain_start(argv: Sequence[str], env: Mapping[str, str], log_path: Path) -> subprocess.Popen:
@@ -53,7 +89,7 @@ class Server:
     (``tuner.engine.orphans``), for the next worker there to reap if this one is killed."""
 
     def __init__(self, launch: Launch, port: int, log_path: Path,
-                 starter: Starter = plain_start, gpus: Sequence[int] = ()) -> None:
+                 starter: Spawn = plain_start, gpus: Sequence[int] = ()) -> None:
         self.launch, self.port, self.log_path = launch, port, log_path
         self.starter, self.gpus = starter, tuple(gpus)
         self.proc: Process | None = None
@@ -142,3 +178,12 @@ class Server:
             os.killpg(self.pgid, sig)
         except (ProcessLookupError, PermissionError):
             pass
+
+
+def process_starter(spawn: Spawn = plain_start) -> Starter:
+    """The ``Starter`` of a supervised process (``Server``) started by ``spawn``."""
+    def start(launch: Launch, port: int, log_path: Path, gpus: Sequence[int]) -> Server:
+        server = Server(launch, port, log_path, starter=spawn, gpus=gpus)
+        server.start()
+        return server
+    return start

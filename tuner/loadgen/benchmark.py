@@ -13,7 +13,7 @@ import json
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import aiohttp
 
@@ -84,6 +84,15 @@ def _json_safe(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [_json_safe(v) for v in value]
     return value
+
+
+class Bench(Protocol):
+    """Runs one benchmark (a trial's run, a confirmation run or a ladder level) on the
+    engine serving at ``base_url``, as ``run_benchmark`` (which is one) says."""
+
+    async def __call__(self, base_url: str, model: str, workload: WorkloadSpec,
+                       load: LoadSpec, slo: SLO | None = None, *, time_scale: float = 1.0,
+                       stop_on_miss: bool = False) -> BenchmarkResult: ...
 
 
 async def fetch_model(base_url: str, timeout_s: float = 30.0) -> str:

@@ -18,7 +18,7 @@ the same first prompts whatever their count, which a server with prefix caching 
 serve from its cache on the second run.
 
 Each run is ``python -m vllm.entrypoints.cli.main bench serve ...`` of the engine's Python,
-started by a ``Starter`` (``tuner.engine.supervisor``): plainly, or with ``engine.start =
+started by a ``Spawn`` (``tuner.engine.supervisor``): plainly, or with ``engine.start =
 "preimported"`` forked from the slot's supervisor of vLLM's CLI (``BENCH_ALSO`` imported
 with it), so that a run does not pay the import of vLLM and torch again (about as long as
 a short level).
@@ -47,7 +47,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from tuner.engine.supervisor import Process, Starter, plain_start
+from tuner.engine.supervisor import Process, Spawn, plain_start
 from tuner.loadgen.ladder import level_requests
 from tuner.loadgen.plan import RUN_SEED_STEP
 from tuner.spec.study import StudySpec
@@ -123,7 +123,7 @@ def command(spec: StudySpec, url: str, model: str, result_dir: Path,
 
 
 def run(spec: StudySpec, url: str, model: str, env: dict[str, str],
-        num_prompts: int | None = None, starter: Starter = plain_start) -> dict[str, Any]:
+        num_prompts: int | None = None, starter: Spawn = plain_start) -> dict[str, Any]:
     """vLLM's figures for the same workload (``num_prompts`` requests, else the study's
     count): the first run's, with ``runs`` (every run's) when the study repeats it; or
     {"error": ...} when the first run failed (a later run's failure ends the repeats and is
@@ -148,7 +148,7 @@ OurLevel = Callable[[float, int], Mapping[str, Any]]
 def run_levels(spec: StudySpec, url: str, model: str, env: dict[str, str],
                rates: tuple[float, ...], ours: OurLevel | None = None,
                say: Callable[[str], None] | None = None,
-               starter: Starter = plain_start) -> dict[str, Any]:
+               starter: Spawn = plain_start) -> dict[str, Any]:
     """The clients' figures at each of ``rates`` as ladder levels (``command`` with a
     request rate), in order: ``{"levels": [{"request_rate": r, **vLLM's first run's
     figures or "error", "runs": [...], "ours": [...]}, ...]}``; per rate
@@ -198,7 +198,7 @@ def spread(vllm: Mapping[str, Any], key: str) -> tuple[float, float, float] | No
 
 def _run_once(spec: StudySpec, url: str, model: str, env: dict[str, str],
               num_prompts: int | None, request_rate: float | None = None,
-              run: int = 0, starter: Starter = plain_start) -> dict[str, Any]:
+              run: int = 0, starter: Spawn = plain_start) -> dict[str, Any]:
     """One `vllm bench serve` run (``command``) started by ``starter`` in its own process
     group, output to a log beside its result: the result's ``KEYS``, or {"error": ...}
     with the log's tail when it could not run, exited non-zero or outlasted

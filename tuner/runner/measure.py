@@ -26,10 +26,12 @@ from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
 from tuner.engine import gpu, logparse, startlog
-from tuner.engine.supervisor import Server, Starter, plain_start
+from tuner.clock import SYSTEM, Clock
+from tuner.engine.supervisor import Engine, Starter, process_starter
 from tuner.errors import EngineError, EngineExitedError, TraceError
-from tuner.capacity.run import climb, level_load, level_of
+from tuner.capacity.run import level_load, level_of, run_ladder
 from tuner.loadgen import run_benchmark
+from tuner.loadgen.benchmark import Bench, BenchmarkResult
 from tuner.loadgen.ladder import LadderPlan
 from tuner.runner import confirm as confirmation
 from tuner.runner.interrupts import deferred_interrupts, run_interruptible
@@ -54,6 +56,19 @@ class Slot:
     host: str
     crosscheck: bool = False
     cache: Path | None = None  # the box's compile caches (engine.cache_env)
+
+
+@dataclass(frozen=True)
+class Rig:
+    """The seams a trial runs on: ``starter`` starts its engine, ``bench`` runs each
+    benchmark and ladder level on it, ``clock`` times the phases and the pauses. The
+    product's are a supervised process, the load generator and the system clock; an
+    in-process tier gives its own (``tuner.testing.sim_bench``). ``starter`` None: the
+    trial's own (``tuner.runner.trial``: plain or pre-imported)."""
+
+    starter: Starter | None = None
+    bench: Bench = run_benchmark
+    clock: Clock = SYSTEM
 
 
 # The ladder's prompts: a run number of their own, past any retry or confirmation run.
@@ -90,7 +105,7 @@ def _server_version(url: str) -> str | None:
         return None
 
 
-async def _watched(server: Server, work, timeout_s: float, what: str = "benchmark"):
+async def _watched(server: Engine, work, timeout_s: float, what: str = "benchmark"):
     """``work`` (a coroutine) on the live server, cancelled as soon as the server dies or
     ``timeout_s`` runs out."""
     task = asyncio.ensure_future(work)
@@ -109,29 +124,30 @@ async def _watched(server: Server, work, timeout_s: float, what: str = "benchmar
     return task.result()
 
 
-def _watched_benchmark(server: Server, plan: TrialPlan, run: int = 0):
+def _watched_benchmark(server: Engine, plan: TrialPlan, run: int = 0,
+                       bench: Bench = run_benchmark):
     """The benchmark (the server's ``run``-th), watched."""
-    bench = plan.benchmark
-    return _watched(server, run_benchmark(
-        server.url, bench.model, bench.for_run(run), bench.load, slo=bench.slo,
-        time_scale=bench.time_scale), bench.timeout_s)
+    b = plan.benchmark
+    return _watched(server, bench(server.url, b.model, b.for_run(run), b.load, slo=b.slo,
+                                  time_scale=b.time_scale), b.timeout_s)
 
 
-def _ladder(server: Server, plan: TrialPlan, saturated: float, phase: Phase):
-    """The load ladder after the saturated benchmark (``tuner.capacity.climb``), watched;
+def _ladder(server: Engine, plan: TrialPlan, warmup: BenchmarkResult, phase: Phase,
+            bench: Bench):
+    """The load ladder after the saturated benchmark ``warmup`` (``run_ladder``), watched;
     its progress told as phases ``ladder k/n at R req/s``."""
-    bench = plan.benchmark
+    b = plan.benchmark
 
     def on_level(k: int, n: int, rate: float) -> None:
         phase(f"ladder {k}/{n} at {rate:.3g} req/s")
 
-    return _watched(server, climb(
-        server.url, bench.model, bench.for_run(LADDER_RUN), bench.load, bench.slo,
-        bench.ladder, saturated=saturated, level_s=bench.level_s, on_level=on_level,
-        time_scale=bench.time_scale), bench.timeout_s, "ladder")
+    return _watched(server, run_ladder(
+        server.url, b.model, b.for_run(LADDER_RUN), b.load, b.slo, b.ladder,
+        level_s=b.level_s, on_level=on_level, time_scale=b.time_scale, warmup=warmup,
+        bench=bench), b.timeout_s, "ladder")
 
 
-def one_level(server: Server, plan: TrialPlan, rate: float, run: int) -> Level:
+def one_level(server: Engine, plan: TrialPlan, rate: float, run: int) -> Level:
     """One open-loop level at ``rate`` requests/s on the live ``server``, as the ladder
     measures it (``level_s`` seconds of arrivals, the server's ``run``-th prompts),
     watched; ServerDied when the server dies or hangs during it."""
@@ -145,7 +161,7 @@ def one_level(server: Server, plan: TrialPlan, rate: float, run: int) -> Level:
     return level_of(rate, result, bench.slo.judged(tolerance))
 
 
-def _failure(kind: FailureKind | str, message: str, server: Server) -> Failure:
+def _failure(kind: FailureKind | str, message: str, server: Engine) -> Failure:
     """The failure with the server's exit code (stored also when None), log tail and log."""
     return Failure.from_json({"class": kind, "message": message,
                               "returncode": server.returncode(),
@@ -154,11 +170,23 @@ def _failure(kind: FailureKind | str, message: str, server: Server) -> Failure:
 
 
 @contextlib.contextmanager
-def _timed(phases: dict[str, float], name: str):
+def _timed(phases: dict[str, float], name: str, clock: Clock = SYSTEM):
     """Record how long the block took as phase ``name`` (when it completes)."""
-    t0 = time.monotonic()
+    t0 = clock.monotonic()
     yield
-    phases[name] = time.monotonic() - t0
+    phases[name] = clock.monotonic() - t0
+
+
+# Phases timed within another phase (the benchmark's warm-up requests), not beside it.
+NESTED_PHASES = frozenset({"warmup"})
+
+
+def with_overhead(phases: Mapping[str, float], total: float) -> dict[str, float]:
+    """``phases`` with the trial's ``total`` and its ``overhead``: the part of the total
+    that no phase timed (asking, proposing, telling). Every phase the trial timed counts
+    (the ladder, each step), but none twice (``NESTED_PHASES``)."""
+    timed = sum(v for k, v in phases.items() if k not in NESTED_PHASES)
+    return {**phases, "total": total, "overhead": max(0.0, total - timed)}
 
 
 @dataclass(frozen=True)
@@ -167,27 +195,28 @@ class Step:
     then ``run(server, record, phase)`` returns the record to tell; timed as phase ``name``."""
 
     name: str
-    run: Callable[[Server, TrialRecord, Phase], TrialRecord]
+    run: Callable[[Engine, TrialRecord, Phase], TrialRecord]
     applies: Callable[[TrialRecord], bool] = lambda _told: True
 
 
 def measure(plan: TrialPlan, slot: Slot, base: TrialRecord, phase: Phase,
             steps: Sequence[Step] = (), log_name: str = "trial",
-            starter: Starter = plain_start) -> TrialRecord:
+            rig: Rig = Rig()) -> TrialRecord:
     """Run one configuration end to end and say what to tell the study: start the plan's
-    server (with ``starter``: a plain process, or a fork of a pre-imported one), benchmark
-    it, then each of ``steps`` while the trial stays measured; stop."""
+    engine (with ``rig.starter``: a supervised process, by default a plain one), benchmark
+    it (``rig.bench``), then each of ``steps`` while the trial stays measured; stop."""
     launch = plan.engine.launch
-    server = Server(launch, plan.engine.port, slot.logs / f"{log_name}.log", starter=starter,
-                    gpus=slot.gpus)
+    log_path = slot.logs / f"{log_name}.log"
+    start_engine = rig.starter or process_starter()
     base = dataclasses.replace(base, command=tuple(launch.argv), engine=plan.engine.kind,
-                               gpus=tuple(slot.gpus), log=str(server.log_path))
+                               gpus=tuple(slot.gpus), log=str(log_path))
     phases: dict[str, float] = {}
     gpu_before = gpu.used_mib(slot.gpus)
     told: TrialRecord | None = None
+    server: Engine | None = None
     try:
         phase("start")
-        server.start()
+        server = start_engine(launch, plan.engine.port, log_path, slot.gpus)
         try:
             phases["start"] = server.wait_healthy(plan.engine.start_timeout_s)
         except EngineError as e:
@@ -195,17 +224,18 @@ def measure(plan: TrialPlan, slot: Slot, base: TrialRecord, phase: Phase,
             kind = logparse.classify_start_failure(code, server.log())
             told = record.infeasible(plan.scoring, _failure(kind, str(e), server), base)
         if told is None:
-            told = benchmark(plan, server, base, phases, phase)
+            told = benchmark(plan, server, base, phases, phase, rig)
             for step in steps:
                 if told.outcome == record.MEASURED and step.applies(told):
-                    with _timed(phases, step.name):
+                    with _timed(phases, step.name, rig.clock):
                         told = step.run(server, told, phase)
     finally:
         # A measurement is worth keeping: an interrupt while the server stops is held
         # until the trial is told (the server is stopped either way).
         with deferred_interrupts() as held:
             phase("stop")
-            phases["stop"] = server.stop(plan.engine.stop_grace_s)
+            if server is not None:
+                phases["stop"] = server.stop(plan.engine.stop_grace_s)
             released = gpu.wait_released(slot.gpus, gpu_before)
             if released is not None:
                 phases["gpu_release"] = released
@@ -225,17 +255,19 @@ def measure(plan: TrialPlan, slot: Slot, base: TrialRecord, phase: Phase,
         stream_interval=logparse.stream_interval(log, flags))
 
 
-def benchmark(plan: TrialPlan, server: Server, base: TrialRecord, phases: dict,
-              phase: Phase) -> TrialRecord:
+def benchmark(plan: TrialPlan, server: Engine, base: TrialRecord, phases: dict,
+              phase: Phase, rig: Rig = Rig()) -> TrialRecord:
     """The trial's benchmark on a healthy server, run again (at most ``INVALID_RETRIES``
-    times) when the client rather than the server was measured."""
+    times, after a pause on ``rig.clock``) when the client rather than the server was
+    measured; then, in a ladder study, the ladder (phase ``ladder``)."""
+    clock = rig.clock
     base = dataclasses.replace(base, vllm_version=_server_version(server.url))
     phase("benchmark")
-    start = time.monotonic()
+    start = clock.monotonic()
     rejected: list[str] = []
     try:
         for attempt in range(1 + INVALID_RETRIES):
-            result = run_interruptible(_watched_benchmark(server, plan, attempt))
+            result = run_interruptible(_watched_benchmark(server, plan, attempt, rig.bench))
             invalid = result.invalid_for(plan.benchmark.told)
             if invalid is None or not result.metrics.get("completed"):
                 break
@@ -245,14 +277,14 @@ def benchmark(plan: TrialPlan, server: Server, base: TrialRecord, phases: dict,
             # benchmark again rather than spend a trial.
             rejected.append(invalid)
             phase(f"benchmark again ({invalid.split(' (')[0]})")  # why, less the remedy
-            time.sleep(INVALID_PAUSE_S)
+            clock.sleep(INVALID_PAUSE_S)
     except ServerDied as e:
-        phases["benchmark"] = time.monotonic() - start
+        phases["benchmark"] = clock.monotonic() - start
         return record.failed(_failure(e.kind, str(e), server), base)
     except TraceError as e:
-        phases["benchmark"] = time.monotonic() - start
+        phases["benchmark"] = clock.monotonic() - start
         return record.failed(Failure(kind=FailureKind.TRACE, message=str(e)), base)
-    phases["benchmark"] = time.monotonic() - start
+    phases["benchmark"] = clock.monotonic() - start
     if "warmup_s" in result.client:
         phases["warmup"] = result.client["warmup_s"]
     metrics = {k: v for k, v in result.metrics.items() if isinstance(v, (int, float))}
@@ -273,16 +305,15 @@ def benchmark(plan: TrialPlan, server: Server, base: TrialRecord, phases: dict,
         return record.failed(Failure(kind=FailureKind.INVALID_MEASUREMENT, message=invalid),
                              ran)
     if plan.benchmark.ladder is not None:
-        start = time.monotonic()
+        start = clock.monotonic()
         try:
-            curve = run_interruptible(_ladder(server, plan,
-                                              metrics.get("request_throughput", 0.0), phase))
+            curve = run_interruptible(_ladder(server, plan, result, phase, rig.bench)).curve
         except ServerDied as e:
             return record.failed(_failure(e.kind, str(e), server), ran)
         except TraceError as e:
             return record.failed(Failure(kind=FailureKind.TRACE, message=str(e)), ran)
         finally:
-            phases["ladder"] = time.monotonic() - start
+            phases["ladder"] = clock.monotonic() - start
         metrics = {**metrics, **objective_figures(curve, plan.benchmark.ladder.start_rate)}
         base = dataclasses.replace(base, curve=curve)
         ran = dataclasses.replace(base, metrics=metrics)
@@ -296,15 +327,15 @@ def benchmark(plan: TrialPlan, server: Server, base: TrialRecord, phases: dict,
     return record.measured(plan.scoring, metrics, base)
 
 
-def confirm_step(plan: TrialPlan, confirm: Confirm) -> Step:
-    """Benchmark as many more times on the same server as ``confirm`` says for the first
-    run's metrics; tell the medians, keep every run."""
+def confirm_step(plan: TrialPlan, confirm: Confirm, bench: Bench = run_benchmark) -> Step:
+    """Benchmark (with ``bench``) as many more times on the same server as ``confirm``
+    says for the first run's metrics; tell the medians, keep every run."""
     return Step("confirm", lambda server, told, phase: _confirm(
-        plan, server, told, confirm(told.metrics), phase))
+        plan, server, told, confirm(told.metrics), phase, bench))
 
 
-def _confirm(plan: TrialPlan, server: Server, told: TrialRecord, n: int,
-             phase: Phase) -> TrialRecord:
+def _confirm(plan: TrialPlan, server: Engine, told: TrialRecord, n: int,
+             phase: Phase, bench: Bench) -> TrialRecord:
     if n <= 0:
         return told
     names = list(plan.scoring.metrics)
@@ -315,7 +346,7 @@ def _confirm(plan: TrialPlan, server: Server, told: TrialRecord, n: int,
         phase(f"confirm {k + 1}/{n}")
         try:
             result = run_interruptible(_watched_benchmark(server, plan,
-                                                          1 + INVALID_RETRIES + k))
+                                                          1 + INVALID_RETRIES + k, bench))
         except (ServerDied, TraceError) as e:
             rejected.append(f"confirmation run: {e}")
             break

@@ -5,6 +5,7 @@ This is the only place in the trial pipeline that reads the whole study."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 from typing import Any, Mapping
@@ -12,11 +13,11 @@ from typing import Any, Mapping
 from tuner.errors import TraceError
 from tuner.engine import command, preimport
 from tuner.engine.ports import reserved_port
-from tuner.engine.supervisor import Starter, plain_start
+from tuner.engine.supervisor import Spawn, plain_start, process_starter
 from tuner.runner import crosscheck
 from tuner.runner.guard import Guard
-from tuner.runner.measure import (CROSSCHECK_RUN, Confirm, Phase, ServerDied, Slot, Step,
-                                  confirm_step, measure, one_level)
+from tuner.runner.measure import (CROSSCHECK_RUN, Confirm, Phase, Rig, ServerDied, Slot,
+                                  Step, confirm_step, measure, one_level)
 from tuner.runner.plans import TrialPlan, compile_trial
 from tuner.spec.study import StudySpec
 from tuner.trials.record import TrialRecord
@@ -24,25 +25,31 @@ from tuner.trials.record import TrialRecord
 
 def run(spec: StudySpec, launch_flags: Mapping[str, Any], number: int, slot: Slot,
         base: TrialRecord, phase: Phase, confirm: Confirm | None = None,
-        guard: Guard | None = None) -> TrialRecord:
+        guard: Guard | None = None, rig: Rig = Rig()) -> TrialRecord:
     """Measure ``launch_flags`` as trial ``number`` on ``slot``; ``confirm`` says how many
     confirmation runs a first measured run gets, ``guard`` checks a measured trial's outputs
     (timed as phase ``accuracy``), and the slot's ``crosscheck`` runs `vllm bench serve` on
-    the same server. The server's port is reserved among this box's workers
-    (``ports.reserved_port``) until the trial ends."""
-    with reserved_port() as port:
+    the same server. The engine is ``rig``'s (``measure.Rig``): by default a process
+    started plainly or pre-imported (``engine.start``), on a port reserved among this
+    box's workers (``ports.reserved_port``) until the trial ends; a rig's own starter is
+    given port 0 and serves where its engine's ``url`` says."""
+    ports = reserved_port() if rig.starter is None else contextlib.nullcontext(0)
+    with ports as port:
         plan = compile_trial(spec, launch_flags, port, slot.gpus, cache_root=slot.cache,
                              inherited=os.environ)
+        if rig.starter is None:
+            rig = dataclasses.replace(rig, starter=process_starter(
+                preimport.for_study(spec, slot.logs)))
         steps = []
         if confirm is not None and plan.benchmark.ladder is None:  # a ladder's levels repeat
-            steps.append(confirm_step(plan, confirm))
+            steps.append(confirm_step(plan, confirm, rig.bench))
         if guard is not None:
             steps.append(accuracy_step(spec, plan, guard, number))
         if slot.crosscheck:
             steps.append(crosscheck_step(spec, plan, preimport.for_study(
                 spec, slot.logs / "crosscheck", also=crosscheck.BENCH_ALSO)))
         return measure(plan, slot, base, phase, steps, log_name=f"trial-{number:05d}",
-                       starter=preimport.for_study(spec, slot.logs))
+                       rig=rig)
 
 
 def our_levels(server, plan: TrialPlan) -> crosscheck.OurLevel:
@@ -66,7 +73,7 @@ def accuracy_step(spec: StudySpec, plan: TrialPlan, guard: Guard, number: int) -
     return Step("accuracy", check, applies=lambda told: bool(guard.role(spec, told)))
 
 
-def crosscheck_step(spec: StudySpec, plan: TrialPlan, starter: Starter = plain_start) -> Step:
+def crosscheck_step(spec: StudySpec, plan: TrialPlan, starter: Spawn = plain_start) -> Step:
     """`vllm bench serve` on the trial's server, each run started by ``starter``: as many
     requests as ours completed, or with a ladder at the two rates that bracket the trial's
     capacity."""

@@ -34,9 +34,13 @@ from tuner.storage.claimlock import ClaimLock
 from tuner.runner.guard import Guard
 from tuner.runner.interrupts import deferred_interrupts, interrupts
 from tuner.runner import trial as trials_run
-from tuner.runner.measure import Slot
+from tuner.runner.decide import (MAX_DUPLICATES_IN_A_ROW, MAX_INVALID_IN_A_ROW, Run, decide,
+                                 reason_to_stop)
+from tuner.runner.measure import Rig, Slot, with_overhead
+from tuner.runner.requeue import (queue_baselines_again, queue_reference, tell_failed,
+                                  tell_stopped)
 from tuner.runner.progress import Progress, told_summary
-from tuner.runner.proposal import Proposal, propose
+from tuner.runner.proposal import propose
 from tuner.storage.registry import STOP, Registration, stop_requested
 from tuner.runner.tell import tell
 from tuner.engine import orphans
@@ -50,19 +54,13 @@ from tuner.home import writable_folder
 from tuner.storage.outage import retrying
 from tuner.storage.database import cache_root, heartbeat_s, study_dir
 from tuner.storage.studies import ask_study_engine, with_stored_search
-from tuner.trials import drift, pareto, queries, record
-from tuner.trials.queued import enqueue_as_given, to_queue_again
-from tuner.trials.parts import Failure, FailureKind
+from tuner.trials import pareto, queries, record
 from tuner.trials.record import TrialRecord
 
 log = logging.getLogger(__name__)
 
-# A sampler that proposes only measured configurations this many times in a row has
-# converged (or is stuck): each costs no trial, so without a cap the worker would spin.
-MAX_DUPLICATES_IN_A_ROW = 25
-# Invalid measurements (the client, not the server, was measured) spend no budget; this
-# many in a row means the host is too loaded to measure at all, and the worker stops.
-MAX_INVALID_IN_A_ROW = 5
+__all__ = ["MAX_DUPLICATES_IN_A_ROW", "MAX_INVALID_IN_A_ROW", "Summary", "Worker",
+           "best_line"]
 
 
 @dataclass
@@ -138,12 +136,14 @@ def _check_engine(opened: OpenStudy, gpus: tuple[int, ...], progress: Progress) 
 class Worker:
     """Runs a stored study's trials on one slot of GPUs until the study's budget, its own
     count or time limit, a stop request or an interrupt ends it. Made by ``Worker.open``,
-    which checks first that this host can run the study."""
+    which checks first that this host can run the study. Each trial is ask -> ``decide``
+    (``tuner.runner.decide``: no engine needed) or measure on ``rig`` (engine, benchmark,
+    clock: ``tuner.runner.measure.Rig``) -> tell."""
 
     def __init__(self, opened: OpenStudy, storage_url: str, slot: Slot,
                  n_trials: int | None = None, timeout_s: float | None = None,
-                 progress: Progress | None = None) -> None:
-        self.opened, self.storage_url, self.slot = opened, storage_url, slot
+                 progress: Progress | None = None, rig: Rig = Rig()) -> None:
+        self.opened, self.storage_url, self.slot, self.rig = opened, storage_url, slot, rig
         spec = opened.spec
         self.registration: Registration | None = None
         # Each worker (and each restart of one) needs its own stream of random proposals:
@@ -160,9 +160,9 @@ class Worker:
         self.gpus, self.n_trials, self.timeout_s = slot.gpus, n_trials, timeout_s
         self.progress = progress or Progress(spec.search.n_trials)  # the study's count
         self.summary = Summary()
-        self.invalid_run = 0
+        self.done = Run()
         self.claims = ClaimLock(storage_url, spec.name)
-        self.started_at = time.time()
+        self.started_at = rig.clock.time()
 
     @classmethod
     def open(cls, study_name: str, storage_url: str, gpus: tuple[int, ...],
@@ -199,43 +199,31 @@ class Worker:
             self.registration.claim(trial)
         self.claims.release()
 
-    def _done(self, started: float, dup_run: int) -> str | None:
-        """Why this worker stops now, else None; then it holds the study's claim lock
-        until its next trial is RUNNING (``_claim``), so that no other worker reads the
-        budget in between and both start the last trial (issue 47 case 8)."""
+    def _done(self, started: float) -> str | None:
+        """Why this worker stops now (``decide.reason_to_stop``), else None; then it holds
+        the study's claim lock until its next trial is RUNNING (``_claim``), so that no
+        other worker reads the budget in between and both start the last trial (issue 47
+        case 8)."""
         self.claims.acquire()
         try:
-            reason = self._reason_to_stop(started, dup_run)
+            self.opened = with_stored_search(self.opened)
+            spec, clock = self.opened.spec, self.rig.clock
+            self.progress.total = spec.search.n_trials
+            from tuner.runner.stopping import LAUNCHED_AT
+
+            reason = reason_to_stop(
+                spec, queries.load_records(self.study),
+                dataclasses.replace(self.done, elapsed_s=clock.monotonic() - started),
+                n_trials=self.n_trials, timeout_s=self.timeout_s,
+                stop_asked=stop_requested(self.study),
+                launched_at=float(self.study.user_attrs.get(LAUNCHED_AT) or self.started_at),
+                now=clock.time())
         except BaseException:
             self.claims.release()
             raise
         if reason:
             self.claims.release()
         return reason
-
-    def _reason_to_stop(self, started: float, dup_run: int) -> str | None:
-        self.opened = self._db(lambda: with_stored_search(self.opened))
-        spec = self.opened.spec
-        self.progress.total = spec.search.n_trials
-        if self.n_trials is not None and self.summary.spent >= self.n_trials:
-            return f"this worker spent its {self.n_trials} trials of the budget"
-        if queries.counted(queries.load_records(self.study)) >= spec.search.n_trials:
-            return f"the study's budget of {spec.search.n_trials} trials is spent"
-        if self.timeout_s is not None and time.monotonic() - started >= self.timeout_s:
-            return f"the worker's time ({self.timeout_s:.0f} s) is up"
-        if dup_run >= MAX_DUPLICATES_IN_A_ROW:
-            return f"{dup_run} proposals in a row repeated measured configurations"
-        if self.invalid_run >= MAX_INVALID_IN_A_ROW:
-            return (f"{self.invalid_run} trials in a row measured the client, not the server "
-                    "(this host is too loaded; see workload.max_client_lag_ms)")
-        if stop_requested(self.study):
-            return "a stop was requested (tuner stop)"
-        if spec.search.deadline or spec.search.patience:
-            from tuner.runner.stopping import LAUNCHED_AT, study_reason
-
-            launched = float(self.study.user_attrs.get(LAUNCHED_AT) or self.started_at)
-            return study_reason(spec, queries.load_records(self.study), launched, time.time())
-        return None
 
     def run(self) -> Summary:
         """Run trials, holding this slot's GPU locks until the worker ends, whatever ends
@@ -248,9 +236,9 @@ class Worker:
                 self.progress.say(f"tuner: killed {len(killed)} engine process(es) that a "
                                   f"killed worker left running on GPU "
                                   f"{','.join(map(str, self.gpus))} (pids {killed})")
-            return self._run()
+            return self._loop()
 
-    def _run(self) -> Summary:
+    def _loop(self) -> Summary:
         _signalled.clear()
         previous = {sig: signal.signal(sig, _sigterm_as_interrupt) for sig in interrupts()}
         warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
@@ -258,21 +246,20 @@ class Worker:
         self.registration = _Registration(self.study, self.gpus, heartbeat_s())
         self.slot = dataclasses.replace(self.slot, worker=self.registration.id)
         self.registration.start()
-        started, dup_run, state = time.monotonic(), 0, "exited"
+        started, state, say = self.rig.clock.monotonic(), "exited", self.progress.say
         try:
             if self.opened.spec.search.reference_runs:
-                self._db(self._queue_reference)
+                self._db(lambda: queue_reference(self.study, self.opened.space, say))
             while True:
                 if _signalled:
                     raise KeyboardInterrupt  # one that an earlier raise lost
-                reason = self._db(lambda: self._done(started, dup_run))
+                reason = self._db(lambda: self._done(started))
                 if reason:
                     self.summary.reason = reason
                     break
                 self._db(lambda: optuna.storages.fail_stale_trials(self.study))
-                self._db(self._queue_baselines_again)
-                outcome = self._one_trial()
-                dup_run = dup_run + 1 if outcome == record.DUPLICATE else 0
+                self._db(lambda: queue_baselines_again(self.study, self.opened.space, say))
+                self._one_trial()
         except KeyboardInterrupt:
             self.summary.reason, state = "interrupted", "interrupted"
         finally:
@@ -282,34 +269,15 @@ class Worker:
                 signal.signal(sig, handler)
         return self.summary
 
-    def _queue_reference(self) -> None:
-        """Queue the default again for this host (``search.reference_runs``, drift.py)."""
-        default = drift.to_repeat(queries.load_records(self.study))
-        if default is None:
-            return
-        enqueue_as_given(self.study, (p.name for p in self.opened.space.params),
-                         record.REFERENCE_BASELINE, default.launch, default.flags)
-        self.progress.say(f"tuner: queued a reference run of the default (trial "
-                          f"{default.number}) on this host")
-
-    def _queue_baselines_again(self) -> None:
-        """Queue again, as launched, each baseline whose last run failed by no fault of its
-        flags (``to_queue_again``: at most twice); under the study's claim lock, so that
-        two workers never both queue it."""
-        for last in to_queue_again(queries.load_records(self.study)):
-            enqueue_as_given(self.study, (p.name for p in self.opened.space.params),
-                             last.baseline, last.launch, last.flags)
-            why = last.failure.kind if last.failure else ("stopped" if last.stopped else
-                                                          "its worker was lost")
-            self.progress.say(f"tuner: queued the {last.baseline} baseline again (trial "
-                              f"{last.number}: {why}, not its flags' doing)")
-
     def _db(self, call, give_up=None):
         """A storage call that waits out a database outage (tuner.storage.outage)."""
         return retrying(call, url=self.storage_url, say=self.progress.say, give_up=give_up)
 
     def _one_trial(self) -> str:
-        reg = self.registration
+        """Ask, decide or measure, tell: one trial, in the spirit of Optuna's
+        ``_run_trial``; an error that is not the configuration's fails the trial and stops
+        the worker, an interrupt records it as stopped (queued again)."""
+        reg, spec, say = self.registration, self.opened.spec, self.progress.say
         try:
             trial = self._db(lambda: asking.ask(
                 self.study, self.opened.space.distributions(),
@@ -322,40 +290,56 @@ class Worker:
                   dict(prop.flags), f" (repaired: {', '.join(prop.repaired)})"
                   if prop.repaired else "")
         base = dataclasses.replace(prop.record(), worker=reg.id, host=self.slot.host)
-        self.progress.begin(trial.number, self._db(
-            lambda: queries.counted(queries.load_records(self.study))))
-        t0 = time.monotonic()
+        records = self._db(lambda: queries.load_records(self.study))
+        self.progress.begin(trial.number, queries.counted(records))
+        t0 = self.rig.clock.monotonic()
+        try:
+            told = decide(spec, prop, base, records, trial.number) or self._measure(
+                trial, prop, base)
+        except KeyboardInterrupt:
+            tell_stopped(self.study, trial, prop, base, say)
+            raise
+        except Exception as e:  # not the configuration's fault: the worker stops on it
+            tell_failed(self.study, trial, base, e, say)
+            raise
+        if told.phases is not None:
+            told = dataclasses.replace(told, phases=with_overhead(
+                told.phases, self.rig.clock.monotonic() - t0))
+        held = self._tell(trial, told)
+        reg.trial_id = None
+        reg.set(trial=None, phase="idle")
+        self.done = self.done.after(told)
+        self.summary.add(told)
+        self.progress.end(told.outcome, told_summary(told, spec.capacity.reference_rate),
+                          self._db(lambda: best_line(self.opened)))
+        if held or told.interrupted:
+            raise KeyboardInterrupt  # delivered now that the measurement is recorded
+        return told.outcome
+
+    def _measure(self, trial, prop, base: TrialRecord) -> TrialRecord:
+        """Measure the proposal on an engine of this worker's rig: its confirmation
+        runs (``confirm.runs_to_add``), the accuracy guard and, for this worker's first
+        trials, the cross-check."""
+        spec, slot, reg = self.opened.spec, self.slot, self.registration
+        if self.summary.launched < spec.engine.crosscheck_trials and crosscheck.applicable(spec):
+            slot = dataclasses.replace(slot, crosscheck=True)
 
         def phase(name: str) -> None:
             reg.set(phase=name)
             self.progress.set_phase(name)
 
-        try:
-            told = self._decide(trial, prop, base, phase)
-        except KeyboardInterrupt:
-            self._stopped(trial, prop, base)
-            raise
-        except Exception as e:  # not the configuration's fault: the worker stops on it
-            self._failed(trial, base, e)
-            raise
-        if told.phases is not None:
-            ph = dict(told.phases)
-            ph["total"] = time.monotonic() - t0
-            ph["overhead"] = max(0.0, ph["total"] - sum(
-                ph.get(k, 0) for k in ("start", "benchmark", "confirm", "crosscheck",
-                                       "accuracy", "stop", "gpu_release")))
-            told = dataclasses.replace(told, phases=ph)
-        held = self._tell(trial, told)
-        reg.trial_id = None
-        reg.set(trial=None, phase="idle")
-        outcome = told.outcome
-        self.invalid_run = self.invalid_run + 1 if queries.measured_the_client(told) else 0
-        self.summary.add(told)
-        self.progress.end(outcome, told_summary(told, self.opened.spec.capacity.reference_rate),
-                          self._db(lambda: best_line(self.opened)))
-        if held or told.interrupted:
-            raise KeyboardInterrupt  # delivered now that the measurement is recorded
-        return outcome
+        def confirmations(metrics) -> int:
+            front = pareto.pareto_front(self._db(lambda: queries.load_records(self.study)),
+                                        spec.objectives)
+            return confirmation.runs_to_add(
+                record.objective_values(spec, metrics), record.slo_constraints(spec, metrics),
+                prop.baseline == record.DEFAULT_BASELINE, spec.search.confirm,
+                spec.search.confirm_default, front, spec.objectives)
+
+        confirming = spec.search.confirm or spec.search.confirm_default
+        return trials_run.run(spec, prop.launch, trial.number, slot, base, phase,
+                              confirmations if confirming else None, Guard(self.study),
+                              rig=self.rig)
 
     def _tell(self, trial, told: TrialRecord) -> list[int]:
         """Record the trial with interrupts held; returns those that came meanwhile.
@@ -375,60 +359,3 @@ class Worker:
                                   "unreachable and the worker was asked to stop")
                 raise KeyboardInterrupt from None
         return held.pending
-
-    def _decide(self, trial, prop: Proposal, base: TrialRecord, phase) -> TrialRecord:
-        spec = self.opened.spec
-        if prop.refused:
-            return record.failed({"class": "refused", "message": prop.refused,
-                                  "log_tail": ""}, base)
-        if prop.infeasible:
-            return record.infeasible(spec, {"class": "rules", "message": prop.infeasible,
-                                            "log_tail": ""}, base)
-        if not prop.baseline and not spec.search.repeats:
-            seen = self._db(lambda: queries.already_measured(
-                queries.load_records(self.study), prop.flags, trial.number))
-            if seen is not None:
-                return record.duplicate(seen, base)
-        slot = self.slot
-        if self.summary.launched < spec.engine.crosscheck_trials and crosscheck.applicable(spec):
-            slot = dataclasses.replace(slot, crosscheck=True)
-        confirming = spec.search.confirm or spec.search.confirm_default
-        return trials_run.run(spec, prop.launch, trial.number, slot, base, phase,
-                              self._confirmations(prop) if confirming else None,
-                              Guard(self.study))
-
-    def _confirmations(self, prop: Proposal):
-        """More runs for the default and for a first run on the front (confirm.runs_to_add)."""
-        spec = self.opened.spec
-
-        def count(metrics) -> int:
-            front = pareto.pareto_front(self._db(lambda: queries.load_records(self.study)),
-                                        spec.objectives)
-            return confirmation.runs_to_add(
-                record.objective_values(spec, metrics), record.slo_constraints(spec, metrics),
-                prop.baseline == record.DEFAULT_BASELINE, spec.search.confirm,
-                spec.search.confirm_default, front, spec.objectives)
-        return count
-
-    def _stopped(self, trial, prop: Proposal, base: TrialRecord) -> None:
-        """Record the interrupted trial as stopped and queue its configuration again."""
-        try:
-            tell(self.study, trial, record.stopped(base))
-            keep = TrialRecord(baseline=base.baseline, launch=base.launch, flags=base.flags)
-            self.study.enqueue_trial(dict(trial.params), user_attrs=keep.to_user_attrs()
-                                     if prop.baseline else None)
-        except Exception as e:  # the storage may be gone; the heartbeat closes the trial
-            log.warning("tuner: could not record the stopped trial: %s", e)
-        self.progress.say(f"trial {trial.number} stopped; its configuration is queued again")
-
-
-    def _failed(self, trial, base: TrialRecord, error: Exception) -> None:
-        """Record the trial whose measurement raised ``error`` as failed, with the error's
-        text, so that it is not left running with no worker."""
-        try:
-            tell(self.study, trial, record.failed(
-                Failure(kind=FailureKind.ERROR, message=f"{type(error).__name__}: {error}"),
-                base))
-        except Exception as e:  # the storage may be gone; the heartbeat closes the trial
-            log.warning("tuner: could not record the failed trial: %s", e)
-        self.progress.say(f"trial {trial.number} recorded as failed")
