@@ -27,7 +27,7 @@ def pytest_configure(config):
 def pytest_collection_modifyitems(config, items):
     for item in items:
         tier = Path(str(item.fspath)).parent.name
-        if tier in ("unit", "integration", "e2e"):
+        if tier in ("unit", "inprocess", "integration", "e2e"):
             item.add_marker(getattr(pytest.mark, tier))
     # The longest first (the slow ones): run in parallel (pytest-xdist's own `--dist
     # load`), they then overlap the many short ones instead of ending the run alone. The

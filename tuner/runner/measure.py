@@ -276,8 +276,9 @@ def benchmark(plan: TrialPlan, server: Engine, base: TrialRecord, phases: dict,
             # The client, not the server, was measured: the server is still up, so run the
             # benchmark again rather than spend a trial.
             rejected.append(invalid)
-            phase(f"benchmark again ({invalid.split(' (')[0]})")  # why, less the remedy
-            clock.sleep(INVALID_PAUSE_S)
+            if attempt < INVALID_RETRIES:  # no pause when no run follows
+                phase(f"benchmark again ({invalid.split(' (')[0]})")  # why, less the remedy
+                clock.sleep(INVALID_PAUSE_S)
     except ServerDied as e:
         phases["benchmark"] = clock.monotonic() - start
         return record.failed(_failure(e.kind, str(e), server), base)

@@ -17,7 +17,8 @@ measurement.
     workload.py / grid.py         the offline evaluator, the grid and its Pareto front
 
 The package's names below are its public API (the search benchmark, `tuner sim`'s
-commands); nothing outside ``tuner/sim`` imports its modules. The tuner reaches the running
+commands, the in-process test tier's offline engine: ``start_offline`` and the replays);
+nothing outside ``tuner/sim`` imports its modules. The tuner reaches the running
 engine only as a process (``python -m tuner.sim serve``), as it reaches vLLM.
 """
 
@@ -30,7 +31,8 @@ _EXPORTS = {
     "MODELLED": "shape", "SimWorkload": "workload",
     "from_study": "workload", "DEFAULT_AXES": "grid", "FLAG_NAMES": "config",
     "add_serve_flags": "serveargs", "refused": "serveargs", "help_answer": "serveargs",
-    "wants_help_all": "serveargs", "serve": "launch",
+    "wants_help_all": "serveargs", "serve": "launch", "start_offline": "launch",
+    "OfflineStart": "launch", "run_open_loop": "openloop", "run_closed_loop": "openloop",
 }
 __all__ = sorted(_EXPORTS)
 

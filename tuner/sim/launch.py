@@ -11,7 +11,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
+from typing import Mapping, Sequence
 
 from tuner.sim.compilecache import marker, remember, seen
 from tuner.sim.config import resolve
@@ -82,6 +82,45 @@ def prepare(args, env: Mapping[str, str]) -> Prepared | StartFailure:
                         preimported=args.sim_start_path == "preimported",
                         fork=env.get("VLLM_WORKER_MULTIPROC_METHOD") == "fork", hit=seen(path))
     return Prepared(EngineCore(cfg, shape, gpu, consts, started), started, start, key, path)
+
+
+@dataclass(frozen=True)
+class OfflineStart:
+    """An offline start of `tuner sim serve ARGV`: the engine core it would serve, its
+    startup log as the server prints it, and its time scale (no process, no clock)."""
+
+    core: EngineCore
+    log: str
+    time_scale: float
+
+
+def start_offline(argv: Sequence[str], env: Mapping[str, str]) -> OfflineStart | str:
+    """What `python -m tuner.sim serve ARGV` (``argv`` from ``serve`` on, or a whole
+    command line holding it) starts in the environment ``env``, without starting it:
+    the engine core, or the reason it would refuse (its stderr's gist). The compile
+    cache's marker is read, never written."""
+    import argparse
+
+    from tuner.sim.serveargs import add_serve_flags, refused
+
+    words = list(argv)
+    words = words[words.index("serve") + 1:] if "serve" in words else words
+    parser = argparse.ArgumentParser(prog="tuner sim serve", exit_on_error=False)
+    add_serve_flags(parser)
+    try:
+        args = parser.parse_args(words)
+    except (argparse.ArgumentError, SystemExit) as e:
+        return f"invalid arguments: {e}"
+    if refusal := refused(args):
+        return refusal
+    prepared = prepare(args, env)
+    if isinstance(prepared, StartFailure):
+        return _refusal(prepared)
+    lines = startup_lines(prepared.core.cfg, prepared.plan, prepared.start,
+                          f"http://{args.host}:{args.port}")
+    return OfflineStart(prepared.core, "".join(f"({ln.process}) INFO [tuner.sim] "
+                                               f"{ln.text}\n" for ln in lines),
+                        args.time_scale)
 
 
 def _refusal(failure: StartFailure) -> str:

@@ -78,16 +78,74 @@ def run_open_loop(core: EngineCore, arrivals: Sequence[float], prompt_lens: Sequ
         if not core.has_work():
             t = joins[joined]
             continue
-        step, dt = core.plan_step()
-        if not step.work:
-            raise RuntimeError("simulated engine stalled with work queued")
-        t += dt
-        for r in core.complete(step, dt):
-            i = r.rid
-            if r.output == 1:
-                ttft[i] = t - at[i]
-            else:
-                itls[i].append(t - last[i])
-            last[i] = t
-            output_tokens += 1
+        t, emitted = _step(core, t, at, ttft, itls, last)
+        output_tokens += len(emitted)
     return OpenLoopRun(tuple(ttft), tuple(tuple(x) for x in itls), t, output_tokens)
+
+
+def _step(core: EngineCore, t: float, sent: Sequence[float], ttft: list[float],
+          itls: list[list[float]], last: list[float]) -> tuple[float, list[Request]]:
+    """One engine step from time ``t``: the time after it and the requests that emitted a
+    token in it, their TTFT (from ``sent``) or inter-token latency noted."""
+    step, dt = core.plan_step()
+    if not step.work:
+        raise RuntimeError("simulated engine stalled with work queued")
+    t += dt
+    emitted = core.complete(step, dt)
+    for r in emitted:
+        i = r.rid
+        if r.output == 1:
+            ttft[i] = t - sent[i]
+        else:
+            itls[i].append(t - last[i])
+        last[i] = t
+    return t, emitted
+
+
+@dataclass(frozen=True)
+class ClosedLoopRun(OpenLoopRun):
+    """``OpenLoopRun``'s figures of a closed-loop replay, and when each request was sent
+    (simulated seconds from the first)."""
+
+    starts: tuple[float, ...] = ()
+
+
+def run_closed_loop(core: EngineCore, concurrency: int, prompt_lens: Sequence[int],
+                    output_lens: Sequence[int], front_end_s: float = 0.0) -> ClosedLoopRun:
+    """Replay requests of those prompt and output lengths on ``core`` with ``concurrency``
+    clients: each sends its next request as soon as its last one finished (no think
+    time), as a benchmark's closed loop does, until every one has finished. The figures
+    are as ``run_open_loop``'s, TTFT counted from a request's send. Raises ``ValueError``
+    when the lists differ in length or ``concurrency`` is below 1, ``RuntimeError`` when
+    the engine stalls with work queued."""
+    n = len(prompt_lens)
+    if len(output_lens) != n or concurrency < 1:
+        raise ValueError("prompt_lens and output_lens differ in length, or no client")
+    starts, ttft = [0.0] * n, [0.0] * n
+    itls: list[list[float]] = [[] for _ in range(n)]
+    last = [0.0] * n
+    pending: list[tuple[float, int]] = []  # (when it reaches the queue, request)
+    t, sent, output_tokens = 0.0, 0, 0
+
+    def send(now: float) -> None:
+        nonlocal sent
+        starts[sent] = now
+        pending.append((now + front_end_s, sent))
+        sent += 1
+
+    while sent < min(concurrency, n):
+        send(0.0)
+    while pending or core.has_work():
+        for at, i in [p for p in pending if p[0] <= t]:
+            core.add(Request(i, int(prompt_lens[i]), int(output_lens[i])))
+            pending.remove((at, i))
+        if not core.has_work():
+            t = min(at for at, _ in pending)
+            continue
+        t, emitted = _step(core, t, starts, ttft, itls, last)
+        output_tokens += len(emitted)
+        for r in emitted:
+            if r.finished and sent < n:
+                send(t)
+    return ClosedLoopRun(tuple(ttft), tuple(tuple(x) for x in itls), t, output_tokens,
+                         starts=tuple(starts))

@@ -1,21 +1,26 @@
-"""A capacity study end to end on the simulator: a real `tuner worker`, real `tuner sim
-serve` servers, real HTTP and storage. Each trial runs its saturated benchmark, then a
-load ladder on the same server; the study is told the capacity within the SLOs and the
-p99 ITL at the reference rate, and the record keeps the whole curve."""
+"""A capacity study in one process: the worker's loop on the simulator's engine core
+offline (``tuner.testing.sim_bench``) and a scripted clock, real storage, the commands
+in this process. Each trial runs its saturated benchmark, then a load ladder on the same
+engine; the study is told the capacity within the SLOs and the p99 ITL at the reference
+rate, and the record keeps the whole curve. Moved from the integration tier (decision
+0049): its claims are the bookkeeping of the curve, the estimate, the progress line and
+the commands' answers; the ladder over real HTTP is tests/integration/
+test_loadgen_ladder_sim.py's and the capacity trace study's."""
 
 from __future__ import annotations
 
+import io
 import re
 
 from optuna.trial import TrialState
 
-from tuner.testing.sim_studies import SIM, trials_of
-from tuner.testing.worker_procs import start_worker
+from tuner.results import capacity
 from tuner.storage import create_study, load_study_file
+from tuner.testing.clock import FakeClock
+from tuner.testing.sim_bench import InProcessSim, in_process_worker
+from tuner.testing.sim_studies import SIM, trials_of
 from tuner.trials import record
 from tuner.trials.curve import Curve
-from tuner.results import capacity
-from tuner.testing.cli_fork import run_tuner
 
 CAPACITY = '''
 [[objectives]]
@@ -39,9 +44,11 @@ def test_a_capacity_study_tells_capacity_and_keeps_each_trials_curve(storage_url
     spec = load_study_file(study_file(text + CAPACITY, "cap.toml"))
     assert spec.measures_capacity
     create_study(spec, storage_url)
-    proc = start_worker("cap", storage_url, "0", env={"TUNER_HOME": str(tmp_path)},
-                        log=tmp_path / "worker.log")
-    assert proc.wait(timeout=400) == 0, (tmp_path / "worker.log").read_text()[-3000:]
+    monkeypatch.setenv("TUNER_HOME", str(tmp_path))
+    said = io.StringIO()
+    summary = in_process_worker("cap", storage_url, tmp_path, InProcessSim(), FakeClock(),
+                                stream=said).run()
+    assert "budget of 2 trials is spent" in summary.reason, said.getvalue()[-3000:]
     done = [t for t in trials_of("cap", storage_url) if t.state == TrialState.COMPLETE]
     measured = [t for t in done if t.user_attrs["outcome"] == record.MEASURED]
     assert measured, [t.user_attrs.get("failure") for t in done]
@@ -84,7 +91,6 @@ def test_a_capacity_study_tells_capacity_and_keeps_each_trials_curve(storage_url
         assert not any(k.startswith("slo:") for k in t.constraints)
         assert "ladder" in t.user_attrs["phases"]
         assert m["output_throughput"] > 0  # the saturated benchmark stays on the record
-    monkeypatch.setenv("TUNER_HOME", str(tmp_path))
     _best_answers_from_the_stored_curves(storage_url, run_cli, spec)
     # status's best is the most capacity, with its interval: the SLOs are in it, not
     # limits on the saturated run
@@ -92,22 +98,17 @@ def test_a_capacity_study_tells_capacity_and_keeps_each_trials_curve(storage_url
     told = (f"capacity {'>= ' if m['capacity_censored'] else ''}{m['capacity_rps']:.3g} "
             f"[{m['capacity_rps_lower']:.3g}-{m['capacity_rps_upper']:.3g}]")
     # each trial's progress line gives its capacity first, not the saturated run's tok/s
-    worker_log = (tmp_path / "worker.log").read_text()
+    worker_log = said.getvalue()
     assert re.search(r"trial \d+: measured capacity (>= )?[\d.]+ \[[\d.]+-[\d.]+\]"
                      r"( censored)? req/s on levels? ", worker_log), worker_log[-3000:]
-    out = _tuner("status", "cap", "--storage", storage_url, home=tmp_path)
-    best = [line for line in out.stdout.splitlines() if line.startswith("best:")]
-    assert out.returncode == 0 and len(best) == 1 and told in best[0], out.stdout
-    out = _tuner("report", "cap", "--storage", storage_url, "-o", tmp_path / "r.html",
-                 home=tmp_path)
-    assert out.returncode == 0, out.stderr
+    code, out, err = run_cli("status", "cap", "--storage", storage_url, "--once")
+    best = [line for line in out.splitlines() if line.startswith("best:")]
+    assert code == 0 and len(best) == 1 and told in best[0], out
+    code, out, err = run_cli("report", "cap", "--storage", storage_url, "-o",
+                             tmp_path / "r.html")
+    assert code == 0, err
     assert (tmp_path / "r-curves.png").stat().st_size > 0  # the front's curves, drawn
     assert 'src="r-curves.png"' in (tmp_path / "r.html").read_text()
-
-
-def _tuner(*args, home):
-    import os
-    return run_tuner(args, timeout=120, env={**os.environ, "TUNER_HOME": str(home)})
 
 
 def _best_answers_from_the_stored_curves(url, run_cli, spec):
