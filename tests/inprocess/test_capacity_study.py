@@ -9,15 +9,13 @@ test_loadgen_ladder_sim.py's and the capacity trace study's."""
 
 from __future__ import annotations
 
-import io
 import re
 
 from optuna.trial import TrialState
 
 from tuner.results import capacity
 from tuner.storage import create_study, load_study_file
-from tuner.testing.clock import FakeClock
-from tuner.testing.sim_bench import InProcessSim, in_process_worker
+from tuner.testing.sim_bench import run_in_process
 from tuner.testing.sim_studies import SIM, trials_of
 from tuner.trials import record
 from tuner.trials.curve import Curve
@@ -45,10 +43,8 @@ def test_a_capacity_study_tells_capacity_and_keeps_each_trials_curve(storage_url
     assert spec.measures_capacity
     create_study(spec, storage_url)
     monkeypatch.setenv("TUNER_HOME", str(tmp_path))
-    said = io.StringIO()
-    summary = in_process_worker("cap", storage_url, tmp_path, InProcessSim(), FakeClock(),
-                                stream=said).run()
-    assert "budget of 2 trials is spent" in summary.reason, said.getvalue()[-3000:]
+    summary, said = run_in_process("cap", storage_url, tmp_path)
+    assert "budget of 2 trials is spent" in summary.reason, said[-3000:]
     done = [t for t in trials_of("cap", storage_url) if t.state == TrialState.COMPLETE]
     measured = [t for t in done if t.user_attrs["outcome"] == record.MEASURED]
     assert measured, [t.user_attrs.get("failure") for t in done]
@@ -98,7 +94,7 @@ def test_a_capacity_study_tells_capacity_and_keeps_each_trials_curve(storage_url
     told = (f"capacity {'>= ' if m['capacity_censored'] else ''}{m['capacity_rps']:.3g} "
             f"[{m['capacity_rps_lower']:.3g}-{m['capacity_rps_upper']:.3g}]")
     # each trial's progress line gives its capacity first, not the saturated run's tok/s
-    worker_log = said.getvalue()
+    worker_log = said
     assert re.search(r"trial \d+: measured capacity (>= )?[\d.]+ \[[\d.]+-[\d.]+\]"
                      r"( censored)? req/s on levels? ", worker_log), worker_log[-3000:]
     code, out, err = run_cli("status", "cap", "--storage", storage_url, "--once")

@@ -233,24 +233,3 @@ def test_four_workers_share_one_postgres_study(pg_admin, study_file, tmp_path):
         assert 12 <= len(counted) <= 12 + 3  # workers that asked together may overshoot
         workers = [k for k in study.user_attrs if k.startswith("tuner.worker.")]
         assert len(workers) == 4
-
-
-def test_a_running_worker_honours_a_budget_raised_meanwhile(storage_url, study_file, tmp_path):
-    """`tuner study create` may raise a stored study's budget while its workers run; a
-    running worker reads the stored budget before each trial, so it runs the new one."""
-    # a slow simulator (a tenth of real time): the first trial outlasts the create below,
-    # also on a loaded host (at a fifth, beside a busy loop, it once ended first)
-    spec = sim_study(study_file, storage_url, name="raise", trials=1, scale=0.1)
-    proc = start_worker("raise", storage_url, "0", env={"TUNER_HOME": str(tmp_path)},
-                        log=tmp_path / "worker.log")
-    try:
-        wait_for(lambda: running_phase(storage_url, "raise") is not None, timeout_s=120)
-        create_study(spec.model_copy(update={"search": spec.search.model_copy(
-            update={"n_trials": 2})}), storage_url)
-        assert proc.wait(timeout=300) == 0, (tmp_path / "worker.log").read_text()[-3000:]
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    done = [t for t in trials_of("raise", storage_url) if t.state == TrialState.COMPLETE]
-    assert len(done) == 2, (tmp_path / "worker.log").read_text()[-2000:]
-    assert "budget of 2 trials is spent" in (tmp_path / "worker.log").read_text()

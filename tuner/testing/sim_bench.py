@@ -19,11 +19,12 @@ client too slow to measure it).
 from __future__ import annotations
 
 import dataclasses
+import io
 import itertools
 import math
 import os
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 from tuner import sim
 from tuner.clock import Clock
@@ -37,8 +38,9 @@ from tuner.loadgen.spec import SLO, LoadSpec, WorkloadSpec
 from tuner.loadgen.workloads import take
 from tuner.runner.measure import Rig, Slot
 from tuner.runner.progress import Progress
-from tuner.runner.worker import Worker
+from tuner.runner.worker import Summary, Worker
 from tuner.storage import open_study
+from tuner.testing.clock import FakeClock
 
 LAGGED = "the client lagged: scripted by the in-process tier"
 
@@ -79,8 +81,11 @@ class InProcessSim:
     """Engines started offline and benchmarked by replay; ``engines`` keeps every one
     started, in order, ``runs`` every benchmark's ``LoadSpec``."""
 
-    def __init__(self, lagging: bool = False) -> None:
+    def __init__(self, lagging: bool = False,
+                 on_run: Callable[[int], None] | None = None) -> None:
         self.lagging = lagging  # every run measured the client, as on a host too busy
+        self.on_run = on_run  # called with each run's index (0, 1...) before it: a test's
+        # change of the world while a trial measures, at a point it chooses, not a race
         self.engines: list[SimEngine] = []
         self.runs: list[LoadSpec] = []
         self._next = itertools.count()
@@ -113,6 +118,8 @@ class InProcessSim:
         """The run of ``load`` on the engine at ``base_url``, replayed offline."""
         engine = next(e for e in self.engines if e.url == base_url)
         self.runs.append(load)
+        if self.on_run is not None:
+            self.on_run(len(self.runs) - 1)
         scripted = self._scripted.pop(0) if self._scripted else None
         if scripted == "crash":
             engine.exit_code = 137
@@ -153,3 +160,14 @@ def in_process_worker(name: str, url: str, folder: Path, sim: InProcessSim, cloc
     slot = Slot(gpus, folder / "logs", "", "in-process")
     return Worker(opened, url, slot, n_trials, timeout_s,
                   Progress(opened.spec.search.n_trials, stream), rig=sim.rig(clock))
+
+
+def run_in_process(name: str, url: str, folder: Path, sim: InProcessSim | None = None,
+                   clock: Clock | None = None, **kw) -> tuple[Summary, str]:
+    """Run a worker of stored study ``name`` to its end (``in_process_worker``, with
+    ``kw``) on ``sim`` and ``clock`` (by default fresh ones): its summary, and what its
+    progress said."""
+    said = io.StringIO()
+    worker = in_process_worker(name, url, folder, sim or InProcessSim(), clock or FakeClock(),
+                               stream=said, **kw)
+    return worker.run(), said.getvalue()

@@ -1,8 +1,11 @@
-"""The default sampler on a simulated study of one, two and three objectives (issue 43):
-a real `tuner worker`, real `tuner sim serve` servers, real HTTP and SQLite storage, 20
-trials. After the baselines every trial is the sampler's own move (a probe, then the
-model's), never Optuna's random fallback, and the model aims at what the count of
-objectives calls for: expected improvement for one, hypervolume for two and three."""
+"""The default sampler with a worker, on a simulated study of one, two and three
+objectives (issue 43): the worker's loop in one process on the simulator's engine core
+offline (``tuner.testing.sim_bench``), real SQLite storage, 20 trials. Moved from the
+integration tier (decision 0049): the claims are the sampler's moves as the worker asks
+and tells them, not the processes. After the baselines every trial is the sampler's own
+move (a probe, then the model's), never Optuna's random fallback, and the model aims at
+what the count of objectives calls for: expected improvement for one, hypervolume for
+two and three."""
 
 from __future__ import annotations
 
@@ -11,13 +14,11 @@ from optuna.trial import TrialState
 
 from tuner.search.front import MOVE
 from tuner.storage import create_study, load_study_file
+from tuner.testing.sim_bench import run_in_process
 from tuner.testing.sim_studies import trials_of
-from tuner.testing.worker_procs import start_worker
 
 TRIALS = 20
-# a small workload ten times faster than real time; the client's lag is not judged
-# (the tests share two cores with the simulated servers: what the sampler is told need
-# not be exact, only told)
+# a small workload (the client's lag and the time scale do not apply offline)
 SIM = '''
 [model]
 path = "models/llama3-8b"
@@ -50,18 +51,17 @@ def _objectives(count: int) -> str:
                    for m, d in OBJECTIVES[:count])
 
 
-@pytest.mark.slow  # twenty trials, each a server started and a benchmark run
 @pytest.mark.parametrize("count", [1, 2, 3])
 def test_a_study_of_each_count_of_objectives_runs_on_the_samplers_own_moves(
-        count, study_file, tmp_path):
+        count, study_file, tmp_path, monkeypatch):
     url = f"sqlite:///{tmp_path}/s.db"
     text = SIM.format(trials=TRIALS, objectives=_objectives(count))
     spec = load_study_file(study_file(text, "obj.toml"))
     assert len(spec.objectives) == count and spec.search.sampler == "auto"
     create_study(spec, url)
-    proc = start_worker("obj", url, "0", env={"TUNER_HOME": str(tmp_path)},
-                        log=tmp_path / "worker.log")
-    assert proc.wait(timeout=600) == 0, (tmp_path / "worker.log").read_text()[-3000:]
+    monkeypatch.setenv("TUNER_HOME", str(tmp_path))
+    summary, said = run_in_process("obj", url, tmp_path)
+    assert "budget" in summary.reason, said[-3000:]
 
     trials = sorted(trials_of("obj", url), key=lambda t: t.number)
     assert len(trials) == TRIALS and all(t.state == TrialState.COMPLETE for t in trials)
