@@ -50,28 +50,6 @@ def test_study_runs_with_the_flags_it_records(storage_url, study_file, tmp_path)
     assert (tmp_path / "studies" / "w" / "logs").is_dir()
 
 
-def test_refused_configuration_is_infeasible_from_the_servers_own_exit(study_file, tmp_path):
-    url = f"sqlite:///{tmp_path}/t.db"
-    # The 70B shape's weights load on one H200, but at 50% memory nothing is left for the
-    # KV cache: the server refuses to start, as vLLM does.
-    extra = '\n[space]\nfixed = { gpu_memory_utilization = 0.5 }\n'
-    path = study_file(SIM.format(n=16, trials=1, scale=1).replace("llama3-8b", "llama3-70b")
-                      + extra, "oom.toml")
-    spec = load_study_file(path)
-    create_study(spec.model_copy(update={"search": spec.search.model_copy(
-        update={"baselines": False})}), url)
-    proc = start_worker("oom", url, env={"TUNER_HOME": str(tmp_path)})
-    # Read from the server's own exit (the failure's class below), not from the study's
-    # start timeout. How fast is a benchmark's business, not a test's.
-    assert proc.wait(timeout=120) == 0
-    (t,) = trials_of("oom", url)
-    assert t.state == TrialState.COMPLETE and t.user_attrs["outcome"] == record.INFEASIBLE
-    assert t.constraints["starts"] == 1.0
-    assert t.user_attrs["failure"]["class"] == "kv-cache-too-small"
-    assert "No available memory for the cache blocks" in t.user_attrs["failure"]["log_tail"]
-    assert t.values == [0.0, 200.0]  # the study's worst acceptable point
-
-
 def test_server_killed_mid_benchmark_fails_the_trial_and_the_next_runs(study_file, tmp_path):
     url = f"sqlite:///{tmp_path}/t.db"
     sim_study(study_file, url, name="k", n=400, trials=2, scale=1)
